@@ -1,0 +1,106 @@
+//! The running service: a store, an authenticator and the HTTP router on a
+//! bound listener. `proxydeck serve`, `proxydeck demo` and the tests all
+//! start it this way.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+
+use crate::auth::{AuthOptions, Authenticator};
+use crate::http::server::{self, ServerOptions};
+use crate::http::{self as api, AppState, RequestLimits};
+use crate::store::Store;
+
+/// Everything `serve` can be told, besides the database.
+#[derive(Clone, Debug)]
+pub struct ServiceOptions {
+    /// Address to listen on, such as `127.0.0.1:8080` (port 0: any free port).
+    pub listen: String,
+    pub auth: AuthOptions,
+    pub server: ServerOptions,
+    pub limits: RequestLimits,
+}
+
+impl Default for ServiceOptions {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            auth: AuthOptions::default(),
+            server: ServerOptions::default(),
+            limits: RequestLimits::default(),
+        }
+    }
+}
+
+pub struct Service {
+    listener: TcpListener,
+    auth: Arc<Authenticator>,
+    router: axum::Router,
+    server: ServerOptions,
+}
+
+impl Service {
+    /// Binds the listener, so that the address is known (and taken) before
+    /// the service runs.
+    pub async fn bind(store: Arc<dyn Store>, options: ServiceOptions) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(&options.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", options.listen))?;
+        let auth = Arc::new(Authenticator::new(store.clone(), options.auth));
+        let state = AppState {
+            store,
+            auth: auth.clone(),
+        };
+        Ok(Self {
+            listener,
+            auth,
+            router: api::router(state, options.limits),
+            server: options.server,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound TCP listener has an address")
+    }
+
+    /// Serves until `shutdown` resolves; then finishes in-flight requests and
+    /// writes the token uses it still holds.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let (stop_flusher, flusher_stop) = tokio::sync::oneshot::channel::<()>();
+        let flusher = tokio::spawn(self.auth.clone().run_usage_flusher(async {
+            let _ = flusher_stop.await;
+        }));
+        tracing::info!(address = %self.local_addr(), "serving");
+        server::serve(self.listener, self.router, self.server, shutdown).await;
+        let _ = stop_flusher.send(());
+        let _ = flusher.await;
+        tracing::info!("stopped");
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C).
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}

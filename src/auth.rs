@@ -1,0 +1,303 @@
+//! Authentication: from an `Authorization` header to the caller, with a
+//! short-lived cache of authenticated tokens and `last_used_at` kept in
+//! memory and written in batches (`decisions.md` section 4).
+//!
+//! Cache delay: a token revoked, or a membership changed, by another process
+//! (the `admin` command, another instance) is seen within
+//! [`AuthOptions::cache_ttl`]. Expiry needs no delay: it is checked on every
+//! request against the cached `expires_at`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::domain::time::Timestamp;
+use crate::domain::token::{self, TokenDigest};
+use crate::store::{Store, StoreError, TokenGrant, TokenUse};
+
+#[derive(Clone, Debug)]
+pub struct AuthOptions {
+    /// How long an authenticated token is trusted without asking the store.
+    pub cache_ttl: Duration,
+    /// A token's use is noted at most once per this span...
+    pub usage_granularity: Duration,
+    /// ...and noted uses are written to the store this often.
+    pub usage_flush_interval: Duration,
+}
+
+impl Default for AuthOptions {
+    fn default() -> Self {
+        Self {
+            cache_ttl: Duration::from_secs(5),
+            usage_granularity: Duration::from_secs(10),
+            usage_flush_interval: Duration::from_secs(15),
+        }
+    }
+}
+
+/// Who is calling.
+#[derive(Debug)]
+pub struct Principal {
+    pub token_id: String,
+    pub user_id: String,
+    /// Sorted ids of the caller's organizations.
+    pub organizations: Arc<[String]>,
+    expires_at: Option<Timestamp>,
+    revoked: bool,
+    /// Milliseconds of the last use noted for the store.
+    last_noted: AtomicI64,
+}
+
+impl Principal {
+    fn from_grant(grant: TokenGrant) -> Self {
+        Self {
+            token_id: grant.token_id,
+            user_id: grant.user_id,
+            organizations: grant.organizations.into(),
+            expires_at: grant.expires_at,
+            revoked: grant.revoked,
+            last_noted: AtomicI64::new(grant.last_used_at.map_or(i64::MIN, Timestamp::as_millis)),
+        }
+    }
+
+    pub fn belongs_to(&self, organization_id: &str) -> bool {
+        self.organizations
+            .binary_search_by(|o| o.as_str().cmp(organization_id))
+            .is_ok()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("the Authorization header is missing; send Authorization: Bearer <API token>")]
+    Missing,
+    #[error("the Authorization header must be Bearer followed by an API token")]
+    Malformed,
+    #[error("the API token is not valid")]
+    Unknown,
+    #[error("the API token has been revoked")]
+    Revoked,
+    #[error("the API token has expired")]
+    Expired,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub struct Authenticator {
+    store: Arc<dyn Store>,
+    cache: moka::sync::Cache<TokenDigest, Arc<Principal>>,
+    usage: UsageTracker,
+    options: AuthOptions,
+}
+
+impl Authenticator {
+    pub fn new(store: Arc<dyn Store>, options: AuthOptions) -> Self {
+        let cache = moka::sync::Cache::builder()
+            .max_capacity(100_000)
+            .time_to_live(options.cache_ttl)
+            .build();
+        Self {
+            store,
+            cache,
+            usage: UsageTracker::default(),
+            options,
+        }
+    }
+
+    /// The caller named by an `Authorization` header value.
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&[u8]>,
+    ) -> Result<Arc<Principal>, AuthError> {
+        let secret = bearer_token(authorization.ok_or(AuthError::Missing)?)?;
+        // A mistyped or forged token fails here, before any store look-up.
+        if !token::is_well_formed(secret) {
+            return Err(AuthError::Unknown);
+        }
+        let digest = token::digest(secret);
+        let principal = match self.cache.get(&digest) {
+            Some(principal) => principal,
+            None => {
+                let grant = self
+                    .store
+                    .find_token(digest)
+                    .await?
+                    .ok_or(AuthError::Unknown)?;
+                let principal = Arc::new(Principal::from_grant(grant));
+                self.cache.insert(digest, principal.clone());
+                principal
+            }
+        };
+        let now = Timestamp::now();
+        if principal.revoked {
+            return Err(AuthError::Revoked);
+        }
+        if principal.expires_at.is_some_and(|expiry| now >= expiry) {
+            return Err(AuthError::Expired);
+        }
+        self.usage
+            .note(&principal, now, self.options.usage_granularity);
+        Ok(principal)
+    }
+
+    /// Writes the uses noted since the last flush. On failure they are kept
+    /// for the next attempt.
+    pub async fn flush_usage(&self) -> Result<(), StoreError> {
+        let uses = self.usage.take();
+        if uses.is_empty() {
+            return Ok(());
+        }
+        let result = self.store.record_token_uses(uses.clone()).await;
+        if result.is_err() {
+            self.usage.restore(uses);
+        }
+        result
+    }
+
+    /// Flushes noted uses every `usage_flush_interval` until `shutdown`
+    /// resolves, then once more.
+    pub async fn run_usage_flusher(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
+        let mut ticker = tokio::time::interval(self.options.usage_flush_interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                () = &mut shutdown => break,
+            }
+            if let Err(error) = self.flush_usage().await {
+                tracing::warn!(%error, "could not record token use; will retry");
+            }
+        }
+        if let Err(error) = self.flush_usage().await {
+            tracing::warn!(%error, "could not record token use at shutdown");
+        }
+    }
+}
+
+/// Splits `Bearer <token>`; the scheme is case-insensitive.
+fn bearer_token(header: &[u8]) -> Result<&str, AuthError> {
+    let text = std::str::from_utf8(header).map_err(|_| AuthError::Malformed)?;
+    let (scheme, rest) = text.split_once(' ').ok_or(AuthError::Malformed)?;
+    let secret = rest.trim_matches(' ');
+    if !scheme.eq_ignore_ascii_case("bearer") || secret.is_empty() || secret.contains(' ') {
+        return Err(AuthError::Malformed);
+    }
+    Ok(secret)
+}
+
+/// Uses of tokens not yet written to the store, at most one per token per
+/// granularity span, so that a busy token costs no store write per request.
+#[derive(Default)]
+struct UsageTracker {
+    pending: Mutex<HashMap<String, Timestamp>>,
+}
+
+impl UsageTracker {
+    fn note(&self, principal: &Principal, now: Timestamp, granularity: Duration) {
+        let now_ms = now.as_millis();
+        let last = principal.last_noted.load(Ordering::Relaxed);
+        if now_ms.saturating_sub(last) < granularity.as_millis() as i64 {
+            return;
+        }
+        if principal
+            .last_noted
+            .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            let mut pending = self.pending.lock().expect("usage lock");
+            let entry = pending.entry(principal.token_id.clone()).or_insert(now);
+            *entry = (*entry).max(now);
+        }
+    }
+
+    fn take(&self) -> Vec<TokenUse> {
+        let pending = std::mem::take(&mut *self.pending.lock().expect("usage lock"));
+        pending
+            .into_iter()
+            .map(|(token_id, used_at)| TokenUse { token_id, used_at })
+            .collect()
+    }
+
+    fn restore(&self, uses: Vec<TokenUse>) {
+        let mut pending = self.pending.lock().expect("usage lock");
+        for TokenUse { token_id, used_at } in uses {
+            let entry = pending.entry(token_id).or_insert(used_at);
+            *entry = (*entry).max(used_at);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive_and_strict() {
+        assert_eq!(bearer_token(b"Bearer abc").unwrap(), "abc");
+        assert_eq!(bearer_token(b"bearer abc").unwrap(), "abc");
+        assert_eq!(bearer_token(b"BEARER  abc").unwrap(), "abc");
+        for bad in [
+            &b"Basic abc"[..],
+            b"Bearer",
+            b"Bearer ",
+            b"Bearerabc",
+            b"Bearer a b",
+            b"\xff",
+        ] {
+            assert!(bearer_token(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    fn principal(last_used: Option<i64>) -> Principal {
+        Principal::from_grant(TokenGrant {
+            token_id: "t1".into(),
+            user_id: "u1".into(),
+            organizations: vec!["a".into(), "b".into()],
+            expires_at: None,
+            revoked: false,
+            last_used_at: last_used.and_then(Timestamp::from_millis),
+        })
+    }
+
+    #[test]
+    fn uses_are_noted_once_per_granularity() {
+        let tracker = UsageTracker::default();
+        let p = principal(None);
+        let granularity = Duration::from_secs(10);
+        let at = |ms| Timestamp::from_millis(ms).unwrap();
+        tracker.note(&p, at(100_000), granularity);
+        tracker.note(&p, at(105_000), granularity);
+        assert_eq!(
+            tracker.take(),
+            vec![TokenUse {
+                token_id: "t1".into(),
+                used_at: at(100_000)
+            }]
+        );
+        assert!(tracker.take().is_empty());
+        tracker.note(&p, at(111_000), granularity);
+        assert_eq!(tracker.take()[0].used_at, at(111_000));
+    }
+
+    #[test]
+    fn restored_uses_keep_the_latest() {
+        let tracker = UsageTracker::default();
+        let at = |ms| Timestamp::from_millis(ms).unwrap();
+        tracker.note(&principal(None), at(50_000), Duration::from_secs(10));
+        tracker.restore(vec![TokenUse {
+            token_id: "t1".into(),
+            used_at: at(10_000),
+        }]);
+        assert_eq!(tracker.take()[0].used_at, at(50_000));
+    }
+
+    #[test]
+    fn membership_is_a_sorted_lookup() {
+        let p = principal(None);
+        assert!(p.belongs_to("a"));
+        assert!(p.belongs_to("b"));
+        assert!(!p.belongs_to("c"));
+    }
+}

@@ -1,0 +1,236 @@
+//! `proxydeck demo`: demo data on the embedded store, a fresh token, and
+//! the service.
+//!
+//! The data has fixed ids, so running the demo again on the same file
+//! changes nothing but adds a new token.
+
+use anyhow::bail;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::Output;
+use crate::app::{Service, ServiceOptions, shutdown_signal};
+use crate::domain::directory::{Organization, OrganizationTag, User, UserTag};
+use crate::domain::import::{ImportItem, ImportRecord};
+use crate::domain::project::Project;
+use crate::domain::proxy_settings::ProxySettings;
+use crate::domain::time::Timestamp;
+use crate::store::{self, DatabaseUrl, NewToken, StoreOptions};
+
+const ACME: &str = "0190b7a4-0000-7000-8000-000000000001";
+const GLOBEX: &str = "0190b7a4-0000-7000-8000-000000000002";
+const INITECH: &str = "0190b7a4-0000-7000-8000-000000000003";
+pub const DEMO_USER: &str = "demo-user";
+
+pub async fn run(
+    database: &DatabaseUrl,
+    store_options: &StoreOptions,
+    options: ServiceOptions,
+    out: &Output,
+) -> anyhow::Result<()> {
+    if !matches!(database, DatabaseUrl::Sqlite(_)) {
+        bail!("the demo runs on the embedded store: pass --database sqlite://PATH");
+    }
+    let store = store::open(database, store_options).await?;
+    let (sender, receiver) = mpsc::channel::<ImportItem>(64);
+    let records = demo_records();
+    tokio::spawn(async move {
+        for (line, record) in records.into_iter().enumerate() {
+            if sender.send(Ok((line as u64 + 1, record))).await.is_err() {
+                return;
+            }
+        }
+    });
+    let summary = store.import(receiver).await.map_err(anyhow::Error::msg)?;
+    let (token, secret) = NewToken::mint(DEMO_USER.into(), "demo".into(), None);
+    store.create_token(token).await?;
+
+    let service = Service::bind(store, options).await?;
+    let url = format!("http://{}", service.local_addr());
+    #[derive(serde::Serialize)]
+    struct Started<'a> {
+        url: &'a str,
+        token: &'a str,
+    }
+    out.print(&Started { url: &url, token: &secret }, || {
+        format!(
+            "proxydeck demo: {} organizations, {} users, {} projects, {} proxy settings revisions\n\
+             serving on {url}\n\n\
+             token: {secret}\n\n\
+             try:\n  \
+             curl -H 'Authorization: Bearer {secret}' '{url}/v1/projects?limit=5'\n  \
+             curl -H 'Authorization: Bearer {secret}' '{url}/v1/projects?organization_id={GLOBEX}&order_direction=ASC'\n  \
+             curl -H 'Authorization: Bearer {secret}' '{url}/v1/api_tokens'\n  \
+             curl -H 'Authorization: Bearer {secret}' '{url}/v1/projects/acme-shop/proxy-settings'\n\n\
+             Ctrl-C stops it.",
+            summary.organizations, summary.users, summary.projects, summary.proxy_settings
+        )
+    })?;
+    service.run(shutdown_signal()).await;
+    Ok(())
+}
+
+/// Three organizations; the demo user belongs to two of them, so the third
+/// one's projects show what a caller cannot see.
+fn demo_records() -> Vec<ImportRecord> {
+    let base = Timestamp::parse("2026-01-05T09:00:00Z").expect("a valid timestamp");
+    let at = |minutes: i64| base.plus_seconds(minutes * 60);
+    let mut records = Vec::new();
+    for (id, name, minute) in [
+        (ACME, "Acme Corp", 0),
+        (GLOBEX, "Globex", 1),
+        (INITECH, "Initech", 2),
+    ] {
+        records.push(ImportRecord::Organization(Organization {
+            object: OrganizationTag::Tag,
+            id: id.into(),
+            name: name.into(),
+            created_at: at(minute),
+        }));
+    }
+    for (id, email, organizations) in [
+        (DEMO_USER, "demo@proxydeck.example", vec![ACME, GLOBEX]),
+        ("initech-admin", "admin@initech.example", vec![INITECH]),
+    ] {
+        records.push(ImportRecord::User(User {
+            object: UserTag::Tag,
+            id: id.into(),
+            email: email.into(),
+            organizations: organizations.into_iter().map(String::from).collect(),
+            created_at: at(3),
+        }));
+    }
+    let sites = [
+        "shop", "blog", "docs", "status", "api", "app", "careers", "help", "cdn", "news",
+    ];
+    let mut minute = 10;
+    for (organization, prefix, count) in [
+        (ACME, "acme", 30),
+        (GLOBEX, "globex", 15),
+        (INITECH, "initech", 5),
+    ] {
+        for i in 0..count {
+            let site = sites[i % sites.len()];
+            let id = if i < sites.len() {
+                format!("{prefix}-{site}")
+            } else {
+                format!("{prefix}-{site}-{}", i / sites.len() + 1)
+            };
+            // Every third project shares its creation time with the one
+            // before: the order falls back to the id.
+            if i % 3 != 2 {
+                minute += 7;
+            }
+            records.push(ImportRecord::Project(Box::new(demo_project(
+                &id,
+                organization,
+                site,
+                i,
+                at(minute),
+            ))));
+        }
+    }
+    for (project, revisions) in [
+        ("acme-shop", 3),
+        ("acme-blog", 2),
+        ("globex-api", 4),
+        ("initech-shop", 1),
+    ] {
+        for revision in 1..=revisions {
+            records.push(ImportRecord::ProxySettings(demo_settings(
+                project, revision, revisions,
+            )));
+        }
+    }
+    records
+}
+
+fn demo_project(
+    id: &str,
+    organization: &str,
+    site: &str,
+    i: usize,
+    created_at: Option<Timestamp>,
+) -> Project {
+    const TYPES: [&str; 4] = ["proxy", "proxy", "ai_analytics", "mcp"];
+    const SEVERITIES: [&str; 4] = ["INFO", "DEBUG", "WARNING", "ERROR"];
+    let owner = id.split('-').next().unwrap_or_default();
+    let mut project: Project = serde_json::from_value(json!({
+        "id": id,
+        "organization_id": organization,
+        "slug": id,
+        "description": format!("The {site} site of {}", owner),
+        "type": TYPES[i % 4],
+        "avatar_url": format!("https://avatars.example/{id}.png"),
+        "external_project_url": format!("https://{site}.{}.example", owner),
+        "log_severity": SEVERITIES[i % 4],
+        "cache": i.is_multiple_of(2),
+        "override_cache_enabled": i.is_multiple_of(3),
+        "override_cache": if i.is_multiple_of(3) { json!([{
+            "path": "/static/", "regex": false, "ttl": 3600, "swr": 60, "pass": false, "rank": 1,
+            "conditions": {"request_methods": ["GET", "HEAD"], "response_status": [200, 304],
+                "request_headers": {"present": ["accept"], "absent": [], "values": {}}}
+        }]) } else { json!([]) },
+        "cookie_name": "_pd",
+        "cookie_domain": format!(".{}.example", owner),
+        "inject_sdk": i % 2 == 1,
+        "inject_sdk_position": if i.is_multiple_of(5) { "prepend" } else { "append" },
+        "autocapture": {"pageview": true, "spa_pageview": i.is_multiple_of(2), "engagement": true,
+            "click": false, "form": false, "scroll": i.is_multiple_of(3)},
+        "trusted_ips": if i.is_multiple_of(4) { json!(["10.0.0.0/8", "2001:db8::/32"]) } else { json!([]) },
+        "blocked_ips": if i.is_multiple_of(6) { json!(["203.0.113.7"]) } else { json!([]) },
+        "cookie_whitelist": if i.is_multiple_of(5) { json!(["session", "csrftoken"]) } else { json!([]) },
+        "forwarded_headers": if i % 4 == 1 { json!([{"name": "X-Env", "value": "production"}]) } else { json!([]) },
+        "rate_limiting_enabled": i % 4 == 2,
+        "rate_limiting": if i % 4 == 2 { json!([{"rank": 1, "limit": 50, "window": "10s", "block_duration": 60,
+            "key": ["ip"], "conditions": {"path": "/login", "method": ["POST"]}}]) } else { json!([]) },
+    }))
+    .expect("demo projects follow the rules");
+    project.created_at = created_at;
+    project.updated_at = created_at;
+    project
+}
+
+fn demo_settings(project: &str, revision: u32, latest: u32) -> ProxySettings {
+    serde_json::from_value(json!({
+        "project_id": project,
+        "revision": revision,
+        "description": format!("revision {revision} of {project}"),
+        "is_active": revision == latest,
+        "backends": [
+            {"name": "origin", "address": format!("origin-{revision}.{project}.example:443"),
+             "enable_ssl": true, "check_certificate": format!("origin.{project}.example"),
+             "sni_hostname": format!("origin.{project}.example"), "default": true},
+            {"name": "static", "address": "static.example:80", "enable_ssl": false, "default": false,
+             "override_host": "static.example"}
+        ],
+        "routes": [
+            {"path": "/assets/", "regex": false, "backend_name": "static", "rank": "1",
+             "continent": [], "region": [], "country": []},
+            {"path": "^/eu/.*", "regex": true, "backend_name": "origin", "rank": "2",
+             "continent": ["EU"], "region": [], "country": ["FR", "DE"]}
+        ]
+    }))
+    .expect("demo proxy settings follow the rules")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_records_follow_every_rule() {
+        for record in demo_records() {
+            let line = match &record {
+                ImportRecord::Organization(o) => serde_json::to_string(o),
+                ImportRecord::User(u) => serde_json::to_string(u),
+                ImportRecord::Project(p) => serde_json::to_string(p),
+                ImportRecord::ProxySettings(s) => serde_json::to_string(s),
+            }
+            .unwrap();
+            let parsed =
+                crate::domain::import::parse_line(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            assert_eq!(parsed, record);
+        }
+    }
+}

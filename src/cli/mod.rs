@@ -1,0 +1,227 @@
+//! The `proxydeck` command (`cli.md`): serve the API, load demo data, run
+//! migrations, and administer organizations, users, tokens and imports.
+
+mod admin;
+mod demo;
+mod duration;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+
+use crate::app::{Service, ServiceOptions, shutdown_signal};
+use crate::auth::AuthOptions;
+use crate::http::RequestLimits;
+use crate::http::server::ServerOptions;
+use crate::store::{self, DatabaseUrl, Store, StoreOptions};
+use duration::parse_duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "proxydeck",
+    version,
+    about = "Serves the management listings of an edge proxy platform: projects, API tokens and proxy settings.",
+    after_help = "Examples:\n  proxydeck demo                      # demo data on ./proxydeck.db, served on 127.0.0.1:8080\n  proxydeck serve --listen 0.0.0.0:8080 --database sqlite:///var/lib/proxydeck/data.db\n  proxydeck admin token create --user USER_ID --name ci --expires-in 90d --json"
+)]
+pub struct Cli {
+    /// Where the data lives: sqlite://PATH (embedded store) or postgres://...
+    #[arg(
+        long,
+        global = true,
+        env = "PROXYDECK_DATABASE_URL",
+        default_value = "sqlite://proxydeck.db",
+        value_name = "URL"
+    )]
+    database: String,
+
+    /// Print the result as exactly one JSON document on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+
+    #[command(flatten)]
+    store: StoreArgs,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve the API (applies pending migrations first).
+    #[command(
+        after_help = "Example:\n  PROXYDECK_DATABASE_URL=sqlite:///var/lib/proxydeck/data.db proxydeck serve --listen 0.0.0.0:8080"
+    )]
+    Serve(ServeArgs),
+    /// Create an embedded store with demo data, print a working token and example requests, then serve.
+    #[command(
+        after_help = "Example:\n  proxydeck demo --listen 127.0.0.1:8080\n  proxydeck demo --json | head -1   # {\"url\": ..., \"token\": ...}"
+    )]
+    Demo(ServeArgs),
+    /// Apply pending schema migrations and exit.
+    #[command(
+        after_help = "Example:\n  proxydeck migrate --database sqlite:///var/lib/proxydeck/data.db"
+    )]
+    Migrate,
+    /// Administer organizations, users, tokens and data.
+    Admin {
+        #[command(subcommand)]
+        command: admin::AdminCommand,
+    },
+}
+
+#[derive(Args, Debug)]
+struct StoreArgs {
+    /// Database connections serving reads.
+    #[arg(
+        long,
+        global = true,
+        env = "PROXYDECK_DB_POOL_SIZE",
+        default_value_t = 4,
+        value_name = "N"
+    )]
+    db_pool_size: u32,
+    /// How long a query may wait for the store before failing with 503.
+    #[arg(long, global = true, env = "PROXYDECK_DB_TIMEOUT", default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    db_timeout: Duration,
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(
+        long,
+        env = "PROXYDECK_LISTEN",
+        default_value = "127.0.0.1:8080",
+        value_name = "ADDR"
+    )]
+    listen: String,
+    /// How long an authenticated token is trusted without asking the store:
+    /// the delay before a revocation made elsewhere takes effect.
+    #[arg(long, env = "PROXYDECK_TOKEN_CACHE_TTL", default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    token_cache_ttl: Duration,
+    /// How often token use (`last_used_at`) is written to the store.
+    #[arg(long, env = "PROXYDECK_LAST_USED_FLUSH_INTERVAL", default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
+    last_used_flush_interval: Duration,
+    /// A client must send a whole request head within this time; idle
+    /// keep-alive connections close after it.
+    #[arg(long, env = "PROXYDECK_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    header_read_timeout: Duration,
+    /// Longest a request may take before it is answered with 503.
+    #[arg(long, env = "PROXYDECK_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    request_timeout: Duration,
+    /// On SIGTERM/SIGINT, how long in-flight requests may take to finish.
+    #[arg(long, env = "PROXYDECK_SHUTDOWN_GRACE", default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    shutdown_grace: Duration,
+}
+
+impl ServeArgs {
+    fn options(&self) -> ServiceOptions {
+        let defaults = ServiceOptions::default();
+        ServiceOptions {
+            listen: self.listen.clone(),
+            auth: AuthOptions {
+                cache_ttl: self.token_cache_ttl,
+                usage_flush_interval: self.last_used_flush_interval,
+                ..defaults.auth
+            },
+            server: ServerOptions {
+                header_read_timeout: self.header_read_timeout,
+                shutdown_grace: self.shutdown_grace,
+                ..defaults.server
+            },
+            limits: RequestLimits {
+                timeout: self.request_timeout,
+                ..defaults.limits
+            },
+        }
+    }
+}
+
+/// Runs the command line; the exit status is 0 on success, 1 with a
+/// one-line error on stderr otherwise.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.command);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(&anyhow::Error::from(error)),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(&error),
+    }
+}
+
+fn fail(error: &anyhow::Error) -> ExitCode {
+    eprintln!("error: {error:#}");
+    ExitCode::FAILURE
+}
+
+/// Logs go to stderr; `RUST_LOG` overrides the level. Serving logs each
+/// request at `info`; the other commands stay quiet but for warnings.
+fn init_logging(command: &Command) {
+    let default = match command {
+        Command::Serve(_) | Command::Demo(_) => "info",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let database = DatabaseUrl::parse(&cli.database).map_err(anyhow::Error::msg)?;
+    let out = Output { json: cli.json };
+    let store_options = StoreOptions {
+        pool_size: cli.store.db_pool_size,
+        timeout: cli.store.db_timeout,
+    };
+    match cli.command {
+        Command::Serve(args) => {
+            let store = store::open(&database, &store_options).await?;
+            let service = Service::bind(store, args.options()).await?;
+            service.run(shutdown_signal()).await;
+            Ok(())
+        }
+        Command::Demo(args) => demo::run(&database, &store_options, args.options(), &out).await,
+        Command::Migrate => {
+            store::open(&database, &store_options).await?;
+            out.print(&serde_json::json!({"migrated": true}), || {
+                "the schema is up to date".into()
+            })
+        }
+        Command::Admin { command } => {
+            let store: std::sync::Arc<dyn Store> = store::open(&database, &store_options).await?;
+            admin::run(command, store.as_ref(), &out).await
+        }
+    }
+}
+
+/// Where results go: one JSON document with `--json`, human text otherwise.
+pub(crate) struct Output {
+    json: bool,
+}
+
+impl Output {
+    pub(crate) fn print(
+        &self,
+        value: &impl Serialize,
+        human: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
+        if self.json {
+            println!("{}", serde_json::to_string(value)?);
+        } else {
+            println!("{}", human());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,32 @@
+//! The domain: resources and their value rules, pagination, the token
+//! format and the import format. Nothing here knows HTTP or
+//! SQL.
+
+pub mod api_token;
+pub mod directory;
+pub mod ids;
+pub mod import;
+pub mod pagination;
+pub mod project;
+pub mod proxy_settings;
+pub mod time;
+pub mod token;
+mod validate;
+
+pub use validate::FieldError;
+
+/// Declares the one-value enum that serialises as a resource's `object`
+/// member, so a resource cannot be written with the wrong kind.
+macro_rules! object_tag {
+    ($name:ident, $value:literal) => {
+        #[derive(
+            Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize,
+        )]
+        pub enum $name {
+            #[default]
+            #[serde(rename = $value)]
+            Tag,
+        }
+    };
+}
+pub(crate) use object_tag;

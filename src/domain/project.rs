@@ -1,0 +1,551 @@
+//! The project resource: every field of `interface.md`, in its order, with
+//! the defaults and value rules of `decisions.md` section 1.
+//!
+//! Deserialising is lenient about absent fields (they take their defaults)
+//! and strict about everything else: unknown fields, `null`, wrong types
+//! and broken value rules are refused, so an import never loses data
+//! silently. Serialising always writes every field.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::time::Timestamp;
+use super::validate::{self, FieldError, each};
+use super::{ids, object_tag};
+
+object_tag!(ProjectTag, "project");
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Project {
+    #[serde(default)]
+    pub object: ProjectTag,
+    pub id: String,
+    pub organization_id: String,
+    #[serde(default)]
+    pub slug: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default, rename = "type")]
+    pub project_type: ProjectType,
+    #[serde(default)]
+    pub avatar_url: String,
+    /// Absent only on import input; the store fills it before writing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<Timestamp>,
+    /// Absent only on import input; the store fills it before writing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<Timestamp>,
+    #[serde(default)]
+    pub external_project_url: String,
+    #[serde(default)]
+    pub log_severity: LogSeverity,
+    #[serde(default)]
+    pub edgee_behind_proxy_cache: bool,
+    #[serde(default = "default_true")]
+    pub force_https: bool,
+    #[serde(default)]
+    pub cache: bool,
+    #[serde(default)]
+    pub override_cache: Vec<CacheRule>,
+    #[serde(default)]
+    pub override_cache_enabled: bool,
+    #[serde(default)]
+    pub cookie_name: String,
+    #[serde(default)]
+    pub cookie_domain: String,
+    #[serde(default)]
+    pub proxy_only: bool,
+    #[serde(default)]
+    pub proxy_only_path_regex: String,
+    #[serde(default)]
+    pub inject_sdk: bool,
+    #[serde(default)]
+    pub inject_sdk_position: SdkPosition,
+    #[serde(default)]
+    pub cookieless: bool,
+    #[serde(default)]
+    pub autocapture: Autocapture,
+    #[serde(default)]
+    pub enforce_no_store_policy: bool,
+    #[serde(default)]
+    pub trusted_ips: Vec<String>,
+    #[serde(default)]
+    pub password_protection: bool,
+    #[serde(default)]
+    pub blocked_ips: Vec<String>,
+    #[serde(default)]
+    pub cookie_whitelist: Vec<String>,
+    #[serde(default)]
+    pub forwarded_headers: Vec<ForwardedHeader>,
+    #[serde(default)]
+    pub rate_limiting: Vec<RateLimitRule>,
+    #[serde(default)]
+    pub rate_limiting_enabled: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProjectType {
+    #[default]
+    Proxy,
+    AiAnalytics,
+    Mcp,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum LogSeverity {
+    Debug,
+    #[default]
+    Info,
+    Warning,
+    Error,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SdkPosition {
+    Prepend,
+    #[default]
+    Append,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Autocapture {
+    pub pageview: bool,
+    pub spa_pageview: bool,
+    pub engagement: bool,
+    pub click: bool,
+    pub form: bool,
+    pub scroll: bool,
+}
+
+/// An element of `override_cache`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheRule {
+    pub path: String,
+    #[serde(default)]
+    pub regex: bool,
+    #[serde(default)]
+    pub ttl: u32,
+    #[serde(default)]
+    pub swr: u32,
+    #[serde(default)]
+    pub pass: bool,
+    #[serde(default)]
+    pub rank: u32,
+    #[serde(default)]
+    pub conditions: CacheConditions,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConditions {
+    pub request_cookies: NameConditions,
+    pub request_headers: NameConditions,
+    pub request_query_params: NameConditions,
+    pub response_headers: NameConditions,
+    pub request_methods: Vec<String>,
+    pub response_status: Vec<u16>,
+}
+
+/// `present` and `absent` list names; `values` maps a name to any JSON value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NameConditions {
+    pub present: Vec<String>,
+    pub absent: Vec<String>,
+    pub values: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardedHeader {
+    pub name: String,
+    pub value: String,
+}
+
+/// An element of `rate_limiting`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitRule {
+    pub rank: u32,
+    pub limit: u32,
+    #[serde(default)]
+    pub window: RateWindow,
+    #[serde(default = "default_block_duration")]
+    pub block_duration: u32,
+    #[serde(default = "default_rate_key")]
+    pub key: Vec<RateKey>,
+    #[serde(default)]
+    pub conditions: RateConditions,
+}
+
+fn default_block_duration() -> u32 {
+    60
+}
+
+fn default_rate_key() -> Vec<RateKey> {
+    vec![RateKey::Ip]
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RateWindow {
+    #[serde(rename = "1s")]
+    OneSecond,
+    #[default]
+    #[serde(rename = "10s")]
+    TenSeconds,
+    #[serde(rename = "60s")]
+    SixtySeconds,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateKey {
+    Ip,
+    Ua,
+}
+
+/// Every member is optional and omitted when unset.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RateConditions {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regex: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<Vec<HttpMethod>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continent: Option<Vec<Continent>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub country: Option<Vec<String>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum HttpMethod {
+    Get,
+    Post,
+    Put,
+    Delete,
+    Patch,
+    Head,
+    Options,
+    Trace,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Continent {
+    AF,
+    AN,
+    AS,
+    EU,
+    NA,
+    OC,
+    SA,
+}
+
+impl Project {
+    /// A project with every field at its default.
+    pub fn new(id: String, organization_id: String) -> Self {
+        serde_json::from_value(serde_json::json!({
+            "id": id,
+            "organization_id": organization_id,
+        }))
+        .expect("a project with only its ids is valid")
+    }
+
+    /// Checks every value rule and normalises `organization_id` to lower case.
+    pub fn normalize_and_validate(&mut self) -> Result<(), FieldError> {
+        if !ids::is_valid_id(&self.id) {
+            return Err(FieldError::new("id", ids::ID_RULE));
+        }
+        self.organization_id = ids::parse_organization_id(&self.organization_id)
+            .ok_or_else(|| FieldError::new("organization_id", ids::ORGANIZATION_ID_RULE))?;
+        validate::optional_url("avatar_url", &self.avatar_url)?;
+        validate::optional_url("external_project_url", &self.external_project_url)?;
+        each(&self.override_cache, "override_cache", CacheRule::validate)?;
+        each(&self.trusted_ips, "trusted_ips", |ip| ip_rule(ip))?;
+        each(&self.blocked_ips, "blocked_ips", |ip| ip_rule(ip))?;
+        each(&self.cookie_whitelist, "cookie_whitelist", |name| {
+            validate::text("", name, 256)
+                .map_err(|e| FieldError::value(e.message))
+                .and_then(|()| header_token(name))
+        })?;
+        each(
+            &self.forwarded_headers,
+            "forwarded_headers",
+            ForwardedHeader::validate,
+        )?;
+        each(
+            &self.rate_limiting,
+            "rate_limiting",
+            RateLimitRule::validate,
+        )?;
+        Ok(())
+    }
+}
+
+fn ip_rule(value: &str) -> Result<(), FieldError> {
+    if validate::ip_or_cidr(value) {
+        Ok(())
+    } else {
+        Err(FieldError::value(
+            "must be an IP address or a CIDR block, such as 203.0.113.7 or 10.0.0.0/8",
+        ))
+    }
+}
+
+/// Cookie and header names are HTTP tokens (RFC 9110 section 5.6.2).
+fn header_token(name: &str) -> Result<(), FieldError> {
+    if axum::http::HeaderName::from_bytes(name.as_bytes()).is_ok() {
+        Ok(())
+    } else {
+        Err(FieldError::value(
+            "must be a name made of letters, digits and !#$%&'*+-.^_`|~",
+        ))
+    }
+}
+
+impl CacheRule {
+    fn validate(&self) -> Result<(), FieldError> {
+        each(
+            &self.conditions.response_status,
+            "response_status",
+            |status| {
+                if (100..=599).contains(status) {
+                    Ok(())
+                } else {
+                    Err(FieldError::value("must be an HTTP status from 100 to 599"))
+                }
+            },
+        )
+        .map_err(|e| e.within("conditions"))
+    }
+}
+
+impl ForwardedHeader {
+    fn validate(&self) -> Result<(), FieldError> {
+        header_token(&self.name).map_err(|e| e.within("name"))?;
+        if axum::http::HeaderValue::from_str(&self.value).is_err() {
+            return Err(FieldError::new(
+                "value",
+                "must be a header value without control characters",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl RateLimitRule {
+    fn validate(&self) -> Result<(), FieldError> {
+        for (field, value) in [
+            ("rank", self.rank),
+            ("limit", self.limit),
+            ("block_duration", self.block_duration),
+        ] {
+            if value < 1 {
+                return Err(FieldError::new(field, "must be an integer >= 1"));
+            }
+        }
+        if self.key.is_empty() {
+            return Err(FieldError::new("key", "must hold at least one of ip, ua"));
+        }
+        if let Some(countries) = &self.conditions.country {
+            each(countries, "country", |code| {
+                if validate::country_code(code) {
+                    Ok(())
+                } else {
+                    Err(FieldError::value(
+                        "must be an upper-case ISO 3166-1 alpha-2 country code, such as FR",
+                    ))
+                }
+            })
+            .map_err(|e| e.within("conditions"))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ORG: &str = "0190b7a4-9a6e-7c3e-8f00-1a2b3c4d5e6f";
+
+    fn parse(json: Value) -> Result<Project, String> {
+        let mut project: Project = serde_json::from_value(json).map_err(|e| e.to_string())?;
+        project
+            .normalize_and_validate()
+            .map_err(|e| e.to_string())?;
+        Ok(project)
+    }
+
+    #[test]
+    fn defaults_fill_every_field() {
+        let mut project = Project::new("p1".into(), ORG.into());
+        project.created_at = Timestamp::from_millis(0);
+        project.updated_at = Timestamp::from_millis(0);
+        let json = serde_json::to_value(&project).unwrap();
+        let object = json.as_object().unwrap();
+        assert_eq!(object.len(), 32, "every interface field is present");
+        assert_eq!(json["object"], "project");
+        assert_eq!(json["type"], "proxy");
+        assert_eq!(json["log_severity"], "INFO");
+        assert_eq!(json["inject_sdk_position"], "append");
+        assert_eq!(json["force_https"], true);
+        assert_eq!(json["cache"], false);
+        assert_eq!(json["slug"], "");
+        assert_eq!(json["trusted_ips"], serde_json::json!([]));
+        assert_eq!(json["autocapture"]["spa_pageview"], false);
+        assert!(object.values().all(|v| !v.is_null()));
+    }
+
+    #[test]
+    fn field_order_is_the_interface_order() {
+        let mut project = Project::new("p1".into(), ORG.into());
+        project.created_at = Timestamp::from_millis(0);
+        project.updated_at = Timestamp::from_millis(0);
+        let text = serde_json::to_string(&project).unwrap();
+        let order = [
+            "object",
+            "id",
+            "organization_id",
+            "slug",
+            "description",
+            "type",
+            "avatar_url",
+            "created_at",
+            "updated_at",
+            "external_project_url",
+            "log_severity",
+            "edgee_behind_proxy_cache",
+            "force_https",
+            "cache",
+            "override_cache",
+            "override_cache_enabled",
+            "cookie_name",
+            "cookie_domain",
+            "proxy_only",
+            "proxy_only_path_regex",
+            "inject_sdk",
+            "inject_sdk_position",
+            "cookieless",
+            "autocapture",
+            "enforce_no_store_policy",
+            "trusted_ips",
+            "password_protection",
+            "blocked_ips",
+            "cookie_whitelist",
+            "forwarded_headers",
+            "rate_limiting",
+            "rate_limiting_enabled",
+        ];
+        let positions: Vec<usize> = order
+            .iter()
+            .map(|f| text.find(&format!("\"{f}\":")).unwrap())
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
+    }
+
+    #[test]
+    fn full_project_round_trips() {
+        let json = serde_json::json!({
+            "object": "project", "id": "p1", "organization_id": ORG.to_uppercase(),
+            "type": "mcp", "log_severity": "DEBUG", "inject_sdk_position": "prepend",
+            "override_cache": [{"path": "/static", "regex": false, "ttl": 60, "swr": 5,
+                "pass": false, "rank": 1, "conditions": {
+                    "request_cookies": {"present": ["a"], "absent": [], "values": {"k": [1, {"x": null}]}},
+                    "request_methods": ["GET"], "response_status": [200]}}],
+            "trusted_ips": ["10.0.0.0/8"], "blocked_ips": ["2001:db8::1"],
+            "cookie_whitelist": ["session"],
+            "forwarded_headers": [{"name": "X-Env", "value": "prod"}],
+            "rate_limiting": [{"rank": 1, "limit": 10, "window": "1s",
+                "conditions": {"country": ["FR"], "continent": ["EU"], "method": ["POST"]}}]
+        });
+        let project = parse(json).unwrap();
+        assert_eq!(project.organization_id, ORG);
+        let rule = &project.rate_limiting[0];
+        assert_eq!(rule.block_duration, 60);
+        assert_eq!(rule.key, vec![RateKey::Ip]);
+        let written = serde_json::to_value(&project).unwrap();
+        assert_eq!(written["rate_limiting"][0]["window"], "1s");
+        assert!(
+            written["rate_limiting"][0]["conditions"]
+                .get("path")
+                .is_none()
+        );
+        let again: Project = serde_json::from_value(written).unwrap();
+        assert_eq!(again, project);
+    }
+
+    #[test]
+    fn broken_rules_name_their_field() {
+        let cases = [
+            (
+                serde_json::json!({"id": "bad id", "organization_id": ORG}),
+                "id",
+            ),
+            (
+                serde_json::json!({"id": "p", "organization_id": "nope"}),
+                "organization_id",
+            ),
+            (
+                serde_json::json!({"id": "p", "organization_id": ORG, "trusted_ips": ["1.2.3.4", "x"]}),
+                "trusted_ips[1]",
+            ),
+            (
+                serde_json::json!({"id": "p", "organization_id": ORG, "external_project_url": "not a url"}),
+                "external_project_url",
+            ),
+            (
+                serde_json::json!({"id": "p", "organization_id": ORG,
+                "rate_limiting": [{"rank": 0, "limit": 1}]}),
+                "rate_limiting[0].rank",
+            ),
+            (
+                serde_json::json!({"id": "p", "organization_id": ORG,
+                "rate_limiting": [{"rank": 1, "limit": 1, "conditions": {"country": ["ZZ"]}}]}),
+                "rate_limiting[0].conditions.country[0]",
+            ),
+            (
+                serde_json::json!({"id": "p", "organization_id": ORG,
+                "override_cache": [{"path": "/", "conditions": {"response_status": [99]}}]}),
+                "override_cache[0].conditions.response_status[0]",
+            ),
+            (
+                serde_json::json!({"id": "p", "organization_id": ORG,
+                "forwarded_headers": [{"name": "bad name", "value": "v"}]}),
+                "forwarded_headers[0].name",
+            ),
+        ];
+        for (json, field) in cases {
+            let err = parse(json).unwrap_err();
+            assert!(err.starts_with(&format!("{field}: ")), "{field}: got {err}");
+        }
+    }
+
+    #[test]
+    fn values_off_the_lists_and_nulls_are_refused() {
+        for json in [
+            serde_json::json!({"id": "p", "organization_id": ORG, "type": "other"}),
+            serde_json::json!({"id": "p", "organization_id": ORG, "log_severity": "info"}),
+            serde_json::json!({"id": "p", "organization_id": ORG, "slug": null}),
+            serde_json::json!({"id": "p", "organization_id": ORG, "unknown": 1}),
+            serde_json::json!({"id": "p", "organization_id": ORG, "override_cache": [{"path": "/", "ttl": -1}]}),
+            serde_json::json!({"id": "p", "organization_id": ORG,
+                "rate_limiting": [{"rank": 1, "limit": 1, "window": "5s"}]}),
+        ] {
+            assert!(parse(json.clone()).is_err(), "{json}");
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! A proxy settings revision: the backends and routes of a project, one
+//! version of them. Revisions are numbered per project from 1 upwards; at
+//! most one per project is active.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::validate::{self, FieldError, each};
+use super::{ids, object_tag};
+
+object_tag!(ProxySettingsTag, "proxy_settings");
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxySettings {
+    #[serde(default)]
+    pub object: ProxySettingsTag,
+    /// Only in the import/export format; listings never carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    pub revision: u32,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub is_active: bool,
+    #[serde(default)]
+    pub backends: Vec<Backend>,
+    #[serde(default)]
+    pub routes: Vec<Route>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backend {
+    pub name: String,
+    pub address: String,
+    #[serde(default)]
+    pub enable_ssl: bool,
+    /// The host name the backend's certificate must declare.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_certificate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_certificate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sni_hostname: Option<String>,
+    #[serde(default)]
+    pub default: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub override_host: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    pub path: String,
+    #[serde(default)]
+    pub regex: bool,
+    /// The `name` of a backend of the same revision.
+    pub backend_name: String,
+    #[serde(default)]
+    pub rank: RouteRank,
+    #[serde(default)]
+    pub continent: Vec<String>,
+    #[serde(default)]
+    pub region: Vec<String>,
+    #[serde(default)]
+    pub country: Vec<String>,
+}
+
+/// A route's rank: an integer that the interface writes as a string. Input
+/// may give it as a string or a number; it is always written as a string.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouteRank(pub i64);
+
+impl Serialize for RouteRank {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for RouteRank {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct RankVisitor;
+        impl Visitor<'_> for RankVisitor {
+            type Value = RouteRank;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer, or a string holding an integer")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RouteRank, E> {
+                Ok(RouteRank(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RouteRank, E> {
+                i64::try_from(v)
+                    .map(RouteRank)
+                    .map_err(|_| E::custom("rank is too large"))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RouteRank, E> {
+                let digits = v.strip_prefix('-').unwrap_or(v);
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(E::invalid_value(de::Unexpected::Str(v), &self));
+                }
+                v.parse()
+                    .map(RouteRank)
+                    .map_err(|_| E::custom("rank is too large"))
+            }
+        }
+        deserializer.deserialize_any(RankVisitor)
+    }
+}
+
+impl ProxySettings {
+    /// Checks the value rules: `revision` >= 1, backend names present and
+    /// unique, at most one default backend, every route naming a backend.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if let Some(project_id) = &self.project_id
+            && !ids::is_valid_id(project_id)
+        {
+            return Err(FieldError::new("project_id", ids::ID_RULE));
+        }
+        if self.revision < 1 {
+            return Err(FieldError::new("revision", "must be an integer >= 1"));
+        }
+        let mut names = HashSet::new();
+        each(&self.backends, "backends", |backend| {
+            validate::text("name", &backend.name, 256)?;
+            validate::text("address", &backend.address, 2048)?;
+            if !names.insert(backend.name.as_str()) {
+                return Err(FieldError::new(
+                    "name",
+                    "must be unique among the backends of a revision",
+                ));
+            }
+            Ok(())
+        })?;
+        if self.backends.iter().filter(|b| b.default).count() > 1 {
+            let second = self
+                .backends
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.default)
+                .nth(1)
+                .map_or(0, |(i, _)| i);
+            return Err(FieldError::new(
+                format!("backends[{second}].default"),
+                "at most one backend of a revision may be the default",
+            ));
+        }
+        each(&self.routes, "routes", |route| {
+            if names.contains(route.backend_name.as_str()) {
+                Ok(())
+            } else {
+                Err(FieldError::new(
+                    "backend_name",
+                    "must be the name of a backend of this revision",
+                ))
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(value: serde_json::Value) -> Result<ProxySettings, String> {
+        let settings: ProxySettings = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        settings.validate().map_err(|e| e.to_string())?;
+        Ok(settings)
+    }
+
+    fn backend(name: &str) -> serde_json::Value {
+        json!({"name": name, "address": "origin.example.com:443"})
+    }
+
+    #[test]
+    fn unset_backend_strings_are_omitted_and_rank_is_a_string() {
+        let settings = parse(json!({
+            "revision": 1, "is_active": true,
+            "backends": [backend("origin")],
+            "routes": [{"path": "/", "backend_name": "origin", "rank": 3}]
+        }))
+        .unwrap();
+        let written = serde_json::to_value(&settings).unwrap();
+        assert_eq!(written["object"], "proxy_settings");
+        assert!(written.get("project_id").is_none());
+        assert_eq!(
+            written["backends"][0],
+            json!({"name": "origin", "address": "origin.example.com:443", "enable_ssl": false, "default": false})
+        );
+        assert_eq!(written["routes"][0]["rank"], "3");
+        assert_eq!(
+            parse(json!({"revision": 1, "backends": [backend("a")],
+                "routes": [{"path": "/", "backend_name": "a", "rank": "-2"}]}))
+            .unwrap()
+            .routes[0]
+                .rank,
+            RouteRank(-2)
+        );
+    }
+
+    #[test]
+    fn rules_name_their_field() {
+        let cases = [
+            (json!({"revision": 0}), "revision"),
+            (
+                json!({"revision": 1, "backends": [backend("a"), backend("a")]}),
+                "backends[1].name",
+            ),
+            (
+                json!({"revision": 1, "backends": [backend("a")],
+                "routes": [{"path": "/", "backend_name": "b"}]}),
+                "routes[0].backend_name",
+            ),
+            (
+                json!({"revision": 1, "backends": [
+                {"name": "a", "address": "x", "default": true},
+                {"name": "b", "address": "y", "default": true}]}),
+                "backends[1].default",
+            ),
+            (json!({"revision": 1, "project_id": "bad id"}), "project_id"),
+        ];
+        for (value, field) in cases {
+            let err = parse(value).unwrap_err();
+            assert!(err.starts_with(&format!("{field}: ")), "{field}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_shapes_are_refused() {
+        for value in [
+            json!({"revision": -1}),
+            json!({"revision": 1, "backends": [{"name": "a"}]}),
+            json!({"revision": 1, "backends": [backend("a")],
+                "routes": [{"path": "/", "backend_name": "a", "rank": "1.5"}]}),
+            json!({"revision": 1, "extra": true}),
+            json!({"revision": 1, "backends": [{"name": "a", "address": "x", "sni_hostname": 3}]}),
+        ] {
+            assert!(parse(value.clone()).is_err(), "{value}");
+        }
+    }
+}

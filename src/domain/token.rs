@@ -1,0 +1,127 @@
+//! The API token secret: how it is made, checked, digested and redacted
+//! (`decisions.md` section 4).
+//!
+//! Format: `pxd_` + 32 random base62 characters (190 bits from the
+//! operating system's CSPRNG via `rand`'s thread generator) + 6 base62
+//! characters of CRC-32 over everything before them. The prefix lets secret
+//! scanners recognise a leaked token; the checksum lets the service refuse a
+//! mistyped token without a store look-up. Only the SHA-256 digest is
+//! stored.
+
+use rand::distr::{Alphanumeric, SampleString};
+use sha2::{Digest, Sha256};
+
+pub const TOKEN_PREFIX: &str = "pxd_";
+const RANDOM_LEN: usize = 32;
+const CHECKSUM_LEN: usize = 6;
+pub const TOKEN_LEN: usize = TOKEN_PREFIX.len() + RANDOM_LEN + CHECKSUM_LEN;
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// SHA-256 of the whole token text: the only form in which a token is stored.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenDigest(pub [u8; 32]);
+
+impl std::fmt::Debug for TokenDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenDigest(..)")
+    }
+}
+
+/// Makes a new secret. Shown once to its owner, never stored.
+pub fn generate() -> String {
+    let mut token = String::with_capacity(TOKEN_LEN);
+    token.push_str(TOKEN_PREFIX);
+    Alphanumeric.append_string(&mut rand::rng(), &mut token, RANDOM_LEN);
+    let checksum = checksum(&token);
+    token.push_str(std::str::from_utf8(&checksum).expect("base62 is ASCII"));
+    token
+}
+
+/// True when `candidate` has the token's shape and a matching checksum.
+pub fn is_well_formed(candidate: &str) -> bool {
+    let bytes = candidate.as_bytes();
+    if bytes.len() != TOKEN_LEN || !candidate.starts_with(TOKEN_PREFIX) {
+        return false;
+    }
+    let (body, given) = bytes.split_at(TOKEN_LEN - CHECKSUM_LEN);
+    body[TOKEN_PREFIX.len()..]
+        .iter()
+        .all(u8::is_ascii_alphanumeric)
+        && checksum(std::str::from_utf8(body).unwrap_or_default()) == given
+}
+
+pub fn digest(token: &str) -> TokenDigest {
+    TokenDigest(Sha256::digest(token.as_bytes()).into())
+}
+
+/// What listings show in `token`: the prefix and the last four characters.
+pub fn hint(token: &str) -> String {
+    let tail = token
+        .get(token.len().saturating_sub(4)..)
+        .unwrap_or_default();
+    format!("{TOKEN_PREFIX}****{tail}")
+}
+
+fn checksum(body: &str) -> [u8; CHECKSUM_LEN] {
+    let mut value = crc32fast::hash(body.as_bytes());
+    let mut digits = [b'0'; CHECKSUM_LEN];
+    for digit in digits.iter_mut().rev() {
+        *digit = BASE62[(value % 62) as usize];
+        value /= 62;
+    }
+    digits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_tokens_are_well_formed_and_distinct() {
+        let a = generate();
+        let b = generate();
+        assert_ne!(a, b);
+        for token in [&a, &b] {
+            assert_eq!(token.len(), TOKEN_LEN);
+            assert!(token.starts_with(TOKEN_PREFIX));
+            assert!(is_well_formed(token), "{token}");
+        }
+    }
+
+    #[test]
+    fn any_single_typo_is_caught_by_the_checksum() {
+        let token = generate();
+        for position in TOKEN_PREFIX.len()..TOKEN_LEN {
+            let mut typo = token.clone().into_bytes();
+            typo[position] = if typo[position] == b'a' { b'b' } else { b'a' };
+            let typo = String::from_utf8(typo).unwrap();
+            assert!(!is_well_formed(&typo), "typo at {position} accepted");
+        }
+    }
+
+    #[test]
+    fn wrong_shapes_are_refused() {
+        let token = generate();
+        assert!(!is_well_formed(&token[..TOKEN_LEN - 1]));
+        assert!(!is_well_formed(&format!("{token}x")));
+        assert!(!is_well_formed(&token.replacen(TOKEN_PREFIX, "abc_", 1)));
+        assert!(!is_well_formed(""));
+        assert!(!is_well_formed(&"é".repeat(TOKEN_LEN / 2)));
+    }
+
+    #[test]
+    fn hint_shows_prefix_and_last_four_only() {
+        let token = generate();
+        let hint = hint(&token);
+        assert_eq!(hint, format!("pxd_****{}", &token[TOKEN_LEN - 4..]));
+        assert!(!hint.contains(&token[TOKEN_PREFIX.len()..TOKEN_LEN - 4]));
+    }
+
+    #[test]
+    fn digest_is_sha256_of_the_text() {
+        // SHA-256("abc"), FIPS 180-2 test vector.
+        let expected = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        let hex: String = digest("abc").0.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, expected);
+    }
+}

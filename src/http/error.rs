@@ -1,0 +1,166 @@
+//! Every error answer, in the one body shape of `decisions.md` section 3:
+//! `{"error": {"type", "message", "params"?, "code"?}}`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::auth::AuthError;
+use crate::store::StoreError;
+
+#[derive(Debug)]
+pub enum ApiError {
+    /// 400: a query or path parameter is wrong. `rule` completes a sentence
+    /// that starts with the parameter's name.
+    InvalidParameter { param: String, rule: String },
+    /// 401, with `WWW-Authenticate: Bearer`.
+    Unauthenticated(String),
+    /// 404: unknown route, or an object the caller cannot see.
+    NotFound(String),
+    /// 405; the router adds `Allow`.
+    MethodNotAllowed,
+    /// 414.
+    UriTooLong,
+    /// 431.
+    HeadersTooLarge,
+    /// 503: the store did not answer (in time). Carries `Retry-After`.
+    Unavailable,
+    /// 500.
+    Internal,
+}
+
+impl ApiError {
+    pub fn invalid(param: impl Into<String>, rule: impl Into<String>) -> Self {
+        Self::InvalidParameter {
+            param: param.into(),
+            rule: rule.into(),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::InvalidParameter { .. } => StatusCode::BAD_REQUEST,
+            Self::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::UriTooLong => StatusCode::URI_TOO_LONG,
+            Self::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_type(&self) -> &'static str {
+        match self {
+            Self::InvalidParameter { .. }
+            | Self::MethodNotAllowed
+            | Self::UriTooLong
+            | Self::HeadersTooLarge => "invalid_request_error",
+            Self::Unauthenticated(_) => "authentication_error",
+            Self::NotFound(_) => "not_found_error",
+            Self::Unavailable | Self::Internal => "api_error",
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Self::InvalidParameter { param, rule } => format!("{param} {rule}"),
+            Self::Unauthenticated(message) | Self::NotFound(message) => message.clone(),
+            Self::MethodNotAllowed => "this path answers only GET and HEAD".into(),
+            Self::UriTooLong => "the request URI is too long".into(),
+            Self::HeadersTooLarge => "the request headers are too large".into(),
+            Self::Unavailable => "the service cannot reach its store; try again shortly".into(),
+            Self::Internal => "an internal error occurred".into(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorDetail<'a> {
+    #[serde(rename = "type")]
+    error_type: &'static str,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<[ParamError<'a>; 1]>,
+}
+
+#[derive(Serialize)]
+struct ParamError<'a> {
+    param: &'a str,
+    message: &'a str,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let message = self.message();
+        let params = match &self {
+            Self::InvalidParameter { param, rule } => Some([ParamError {
+                param,
+                message: rule,
+            }]),
+            _ => None,
+        };
+        let body = ErrorBody {
+            error: ErrorDetail {
+                error_type: self.error_type(),
+                message: &message,
+                params,
+            },
+        };
+        let mut response = super::json_response(self.status(), &body);
+        let headers = response.headers_mut();
+        match self {
+            Self::Unauthenticated(_) => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            Self::Unavailable => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(error: AuthError) -> Self {
+        match error {
+            AuthError::Store(store) => store.into(),
+            other => Self::Unauthenticated(other.to_string()),
+        }
+    }
+}
+
+/// Store faults are logged here, where they turn into a bare 500/503: the
+/// client learns nothing of their cause.
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::UnknownStartKey => {
+                Self::invalid("start_key", "does not name an item of this list")
+            }
+            StoreError::NotFound { kind, id } => Self::NotFound(format!("no {kind} {id}")),
+            StoreError::Unavailable(cause) => {
+                tracing::warn!(%cause, "store unavailable");
+                Self::Unavailable
+            }
+            StoreError::Internal(cause) => {
+                tracing::error!(%cause, "store fault");
+                Self::Internal
+            }
+            StoreError::Conflict(cause) => {
+                tracing::error!(%cause, "unexpected conflict on a read");
+                Self::Internal
+            }
+            StoreError::Invalid(cause) => {
+                tracing::error!(%cause, "unexpected invalid write on a read");
+                Self::Internal
+            }
+        }
+    }
+}

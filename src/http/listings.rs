@@ -1,0 +1,149 @@
+//! The three listings of `interface.md`.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Serialize;
+
+use super::caller::Caller;
+use super::error::ApiError;
+use super::query::QueryParams;
+use super::{AppState, json_response};
+use crate::domain::api_token::ApiToken;
+use crate::domain::ids;
+use crate::domain::pagination::{DEFAULT_LIMIT, DEFAULT_PROXY_SETTINGS_LIMIT, Direction};
+use crate::store::{ApiTokensQuery, ProjectsQuery, ProxySettingsQuery};
+
+/// The list envelope of projects and proxy settings.
+#[derive(Serialize)]
+struct ListEnvelope<'a, T> {
+    object: &'static str,
+    url: &'a str,
+    has_more: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_key: Option<&'a str>,
+    data: &'a [T],
+}
+
+/// The api_token list body: it echoes the request instead of an envelope.
+#[derive(Serialize)]
+struct ApiTokenList<'a> {
+    limit: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_key: Option<&'a str>,
+    order_direction: Direction,
+    data: &'a [ApiToken],
+}
+
+/// `GET /v1/projects`
+pub async fn projects(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(
+        query.as_deref(),
+        &["organization_id", "limit", "start_key", "order_direction"],
+    )?;
+    let page = params.page_request(DEFAULT_LIMIT)?;
+    let organizations: Arc<[String]> = match params.get("organization_id") {
+        None => caller.organizations.clone(),
+        Some(raw) => {
+            let id = ids::parse_organization_id(raw)
+                .ok_or_else(|| ApiError::invalid("organization_id", ids::ORGANIZATION_ID_RULE))?;
+            // An organization that does not exist and one the caller is not
+            // in give the same answer.
+            if !caller.belongs_to(&id) {
+                return Err(ApiError::NotFound(format!("no organization {id}")));
+            }
+            Arc::from([id])
+        }
+    };
+    let result = app
+        .store
+        .list_projects(ProjectsQuery {
+            organizations,
+            page,
+        })
+        .await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &ListEnvelope {
+            object: "list",
+            url: "/v1/projects",
+            has_more: result.has_more,
+            last_key: result.items.last().map(|p| p.id.as_str()),
+            data: &result.items,
+        },
+    ))
+}
+
+/// `GET /v1/api_tokens`
+pub async fn api_tokens(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(
+        query.as_deref(),
+        &["name", "limit", "start_key", "order_direction"],
+    )?;
+    let page = params.page_request(DEFAULT_LIMIT)?;
+    let (limit, direction) = (page.limit, page.direction);
+    let start_key = page.start_key.clone();
+    let result = app
+        .store
+        .list_api_tokens(ApiTokensQuery {
+            user_id: caller.user_id.clone(),
+            name: params.get("name").map(str::to_owned),
+            page,
+        })
+        .await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &ApiTokenList {
+            limit,
+            start_key: start_key.as_deref(),
+            order_direction: direction,
+            data: &result.items,
+        },
+    ))
+}
+
+/// `GET /v1/projects/{id}/proxy-settings`
+pub async fn proxy_settings(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    path: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let project_id = match path {
+        Ok(Path(id)) if ids::is_valid_id(&id) => id,
+        _ => return Err(ApiError::invalid("id", ids::ID_RULE)),
+    };
+    let params = QueryParams::parse(query.as_deref(), &["limit", "start_key", "order_direction"])?;
+    let page = params.page_request(DEFAULT_PROXY_SETTINGS_LIMIT)?;
+    let url = format!("/v1/projects/{project_id}/proxy-settings");
+    let result = app
+        .store
+        .list_proxy_settings(ProxySettingsQuery {
+            project_id,
+            visible_to: caller.organizations.clone(),
+            page,
+        })
+        .await?;
+    let last_key = result.items.last().map(|s| s.revision.to_string());
+    Ok(json_response(
+        StatusCode::OK,
+        &ListEnvelope {
+            object: "list",
+            url: &url,
+            has_more: result.has_more,
+            last_key: last_key.as_deref(),
+            data: &result.items,
+        },
+    ))
+}

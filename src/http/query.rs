@@ -1,0 +1,164 @@
+//! Strict query strings (`decisions.md` section 2): an unknown parameter, a
+//! repeated one, an empty value, a `limit` that is not an integer from 1 to
+//! 100 or an `order_direction` other than `ASC`/`DESC` is a 400 naming the
+//! parameter.
+
+use std::borrow::Cow;
+
+use crate::domain::pagination::{Direction, MAX_LIMIT, PageRequest};
+
+use super::error::ApiError;
+
+/// Parameter names are echoed in errors; longer ones are cut.
+const MAX_ECHOED_NAME: usize = 64;
+
+pub struct QueryParams<'a> {
+    values: Vec<(&'static str, Cow<'a, str>)>,
+}
+
+impl<'a> QueryParams<'a> {
+    /// Parses `raw` (the part after `?`), allowing only `allowed` names.
+    pub fn parse(raw: Option<&'a str>, allowed: &[&'static str]) -> Result<Self, ApiError> {
+        let mut values: Vec<(&'static str, Cow<'a, str>)> = Vec::new();
+        for (name, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+            let Some(known) = allowed.iter().find(|a| **a == name) else {
+                let shown: String = name.chars().take(MAX_ECHOED_NAME).collect();
+                return Err(ApiError::invalid(
+                    shown,
+                    format!(
+                        "is not a parameter of this listing (it takes {})",
+                        allowed.join(", ")
+                    ),
+                ));
+            };
+            if values.iter().any(|(n, _)| n == known) {
+                return Err(ApiError::invalid(*known, "must be given at most once"));
+            }
+            if value.is_empty() {
+                return Err(ApiError::invalid(*known, "must not be empty"));
+            }
+            values.push((known, value));
+        }
+        Ok(Self { values })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    /// `limit`, `start_key` and `order_direction`.
+    pub fn page_request(&self, default_limit: u32) -> Result<PageRequest, ApiError> {
+        let limit = match self.get("limit") {
+            None => default_limit,
+            Some(text) => parse_limit(text).ok_or_else(|| {
+                ApiError::invalid(
+                    "limit",
+                    format!("must be an integer between 1 and {MAX_LIMIT}"),
+                )
+            })?,
+        };
+        let direction = match self.get("order_direction") {
+            None => Direction::default(),
+            Some(text) => Direction::parse(text)
+                .ok_or_else(|| ApiError::invalid("order_direction", "must be ASC or DESC"))?,
+        };
+        Ok(PageRequest {
+            start_key: self.get("start_key").map(str::to_owned),
+            direction,
+            limit,
+        })
+    }
+}
+
+/// Decimal digits only (no sign, no spaces, no fraction), 1 to 100.
+fn parse_limit(text: &str) -> Option<u32> {
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let significant = text.trim_start_matches('0');
+    if significant.len() > 3 {
+        return None;
+    }
+    significant
+        .parse()
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALLOWED: &[&str] = &["limit", "start_key", "order_direction", "name"];
+
+    fn param_of(error: ApiError) -> String {
+        match error {
+            ApiError::InvalidParameter { param, .. } => param,
+            other => panic!("not a parameter error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn accepts_known_parameters_and_decodes_them() {
+        let q = QueryParams::parse(Some("name=a%20b+c&limit=5"), ALLOWED).unwrap();
+        assert_eq!(q.get("name"), Some("a b c"));
+        let page = q.page_request(20).unwrap();
+        assert_eq!(page.limit, 5);
+        assert_eq!(page.direction, Direction::Desc);
+        assert_eq!(page.start_key, None);
+        assert!(QueryParams::parse(None, ALLOWED).is_ok());
+        assert!(QueryParams::parse(Some(""), ALLOWED).is_ok());
+    }
+
+    #[test]
+    fn unknown_repeated_and_empty_parameters_are_refused_by_name() {
+        let fail = |q: &str| param_of(QueryParams::parse(Some(q), ALLOWED).err().unwrap());
+        assert_eq!(fail("colour=red"), "colour");
+        assert_eq!(fail("limit=1&limit=2"), "limit");
+        assert_eq!(fail("start_key="), "start_key");
+        assert_eq!(fail("name"), "name");
+        assert_eq!(fail("LIMIT=3"), "LIMIT");
+        assert_eq!(fail(&"x".repeat(500)).len(), MAX_ECHOED_NAME);
+    }
+
+    #[test]
+    fn limit_and_direction_rules() {
+        let page = |q: &str| {
+            QueryParams::parse(Some(q), ALLOWED)
+                .unwrap()
+                .page_request(20)
+        };
+        for good in ["1", "100", "050", "0000100"] {
+            assert!(page(&format!("limit={good}")).is_ok(), "{good}");
+        }
+        for bad in [
+            "0",
+            "000",
+            "101",
+            "-1",
+            "+5",
+            "1.5",
+            "abc",
+            " 5",
+            "99999999999999999999",
+        ] {
+            let encoded: String = form_urlencoded::byte_serialize(bad.as_bytes()).collect();
+            assert_eq!(
+                param_of(page(&format!("limit={encoded}")).unwrap_err()),
+                "limit",
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            page("order_direction=ASC").unwrap().direction,
+            Direction::Asc
+        );
+        assert_eq!(
+            param_of(page("order_direction=asc").unwrap_err()),
+            "order_direction"
+        );
+    }
+}

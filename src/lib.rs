@@ -1,0 +1,15 @@
+//! proxydeck: the management listings of an edge proxy platform (projects,
+//! API tokens, proxy settings revisions) over HTTP.
+//!
+//! Layers, outside in: [`cli`] (the `proxydeck` command) builds an
+//! [`app::Service`], which puts the [`http`] router on a socket; handlers
+//! authenticate callers with [`auth`] and read through the [`store::Store`]
+//! interface; [`domain`] holds the resources and rules that all of them
+//! share.
+
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod domain;
+pub mod http;
+pub mod store;

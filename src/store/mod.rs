@@ -1,0 +1,279 @@
+//! The store: one interface ([`Store`]) that every backend implements, the
+//! queries and results it speaks in, and [`open`], which picks the backend
+//! from the database URL.
+
+mod sqlite;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use crate::domain::FieldError;
+use crate::domain::api_token::ApiToken;
+use crate::domain::directory::{Organization, User};
+use crate::domain::ids;
+use crate::domain::import::{ImportError, ImportItem, ImportSummary};
+use crate::domain::pagination::{Page, PageRequest};
+use crate::domain::time::Timestamp;
+use crate::domain::token::{self, TokenDigest};
+
+pub use sqlite::SqliteStore;
+
+/// Everything the service keeps, behind one interface. Methods that list
+/// return one page; methods that write are all-or-nothing.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Succeeds when the store answers reads.
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    /// The token whose SHA-256 digest is `digest`, revoked ones included.
+    async fn find_token(&self, digest: TokenDigest) -> Result<Option<TokenGrant>, StoreError>;
+    /// Moves `last_used_at` forward (never backwards) for each token.
+    async fn record_token_uses(&self, uses: Vec<TokenUse>) -> Result<(), StoreError>;
+
+    /// Projects of `query.organizations`, by `created_at` then `id`.
+    async fn list_projects(&self, query: ProjectsQuery) -> Result<Page<StoredProject>, StoreError>;
+    /// A user's tokens that are not revoked, by `created_at` then `id`.
+    async fn list_api_tokens(&self, query: ApiTokensQuery) -> Result<Page<ApiToken>, StoreError>;
+    /// Revisions of a project visible to the caller, by `revision`;
+    /// [`StoreError::NotFound`] when the project is unknown or invisible.
+    async fn list_proxy_settings(
+        &self,
+        query: ProxySettingsQuery,
+    ) -> Result<Page<StoredProxySettings>, StoreError>;
+
+    async fn create_organization(
+        &self,
+        organization: Organization,
+    ) -> Result<Organization, StoreError>;
+    async fn create_user(&self, user: User) -> Result<User, StoreError>;
+    async fn create_token(&self, token: NewToken) -> Result<ApiToken, StoreError>;
+    /// Revokes a token; revoking twice is not an error.
+    async fn revoke_token(&self, token_id: &str) -> Result<(), StoreError>;
+    /// Removes a project from every listing. Its id stays known, so a walk
+    /// whose `start_key` names it goes on from where it stood.
+    async fn delete_project(&self, project_id: &str) -> Result<(), StoreError>;
+    /// Applies import records in one transaction: all of them, or none.
+    async fn import(
+        &self,
+        records: mpsc::Receiver<ImportItem>,
+    ) -> Result<ImportSummary, ImportError>;
+}
+
+/// How a store fails.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store cannot be reached or is not answering in time. The message
+    /// is for the server's log only: it never holds SQL or secrets.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else that should not happen. Log only, like `Unavailable`.
+    #[error("store fault: {0}")]
+    Internal(String),
+    /// `start_key` never named an item of the list as the caller sees it.
+    #[error("start_key does not name an item of this list")]
+    UnknownStartKey,
+    #[error("no {kind} with id {id}")]
+    NotFound { kind: &'static str, id: String },
+    /// The write would break a uniqueness rule.
+    #[error("{0}")]
+    Conflict(String),
+    /// The write names something that does not exist or breaks a rule.
+    #[error("{0}")]
+    Invalid(FieldError),
+}
+
+/// A token as authentication needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenGrant {
+    pub token_id: String,
+    pub user_id: String,
+    /// Ids of the user's organizations, sorted.
+    pub organizations: Vec<String>,
+    pub expires_at: Option<Timestamp>,
+    pub revoked: bool,
+    pub last_used_at: Option<Timestamp>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenUse {
+    pub token_id: String,
+    pub used_at: Timestamp,
+}
+
+/// A token to store. The secret itself is not here: only its digest and
+/// hint.
+#[derive(Clone, Debug)]
+pub struct NewToken {
+    pub id: String,
+    pub user_id: String,
+    pub name: String,
+    pub from_browser: bool,
+    pub digest: TokenDigest,
+    pub hint: String,
+    pub created_at: Timestamp,
+    pub expires_at: Option<Timestamp>,
+}
+
+impl NewToken {
+    /// A fresh token for `user_id`: the record to store, and the secret,
+    /// which is shown once to its owner and never stored.
+    pub fn mint(user_id: String, name: String, expires_at: Option<Timestamp>) -> (Self, String) {
+        let secret = token::generate();
+        let token = Self {
+            id: ids::new_id(),
+            user_id,
+            name,
+            from_browser: false,
+            digest: token::digest(&secret),
+            hint: token::hint(&secret),
+            created_at: Timestamp::now(),
+            expires_at,
+        };
+        (token, secret)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ProjectsQuery {
+    /// The organizations whose projects make the list; already narrowed to
+    /// those the caller belongs to.
+    pub organizations: Arc<[String]>,
+    pub page: PageRequest,
+}
+
+#[derive(Clone, Debug)]
+pub struct ApiTokensQuery {
+    pub user_id: String,
+    /// Exact match on the token's name.
+    pub name: Option<String>,
+    pub page: PageRequest,
+}
+
+#[derive(Clone, Debug)]
+pub struct ProxySettingsQuery {
+    pub project_id: String,
+    /// The caller's organizations: the project must belong to one of them.
+    pub visible_to: Arc<[String]>,
+    pub page: PageRequest,
+}
+
+/// A project as stored: its listing JSON, written once at import and sent
+/// as it is, plus the keys that order it.
+#[derive(Debug)]
+pub struct StoredProject {
+    pub created_at: Timestamp,
+    pub id: String,
+    pub json: Box<RawValue>,
+}
+
+/// A proxy settings revision as stored: its listing JSON and its key.
+#[derive(Debug)]
+pub struct StoredProxySettings {
+    pub revision: u32,
+    pub json: Box<RawValue>,
+}
+
+impl Serialize for StoredProject {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(serializer)
+    }
+}
+
+impl Serialize for StoredProxySettings {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(serializer)
+    }
+}
+
+/// Knobs shared by the backends.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Connections that serve reads.
+    pub pool_size: u32,
+    /// How long a query may wait for the store (a connection, a lock)
+    /// before it fails as unavailable.
+    pub timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            pool_size: 4,
+            timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Where the data lives, parsed from `--database`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl DatabaseUrl {
+    pub fn parse(url: &str) -> Result<Self, String> {
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() || path.contains('?') {
+                return Err(format!(
+                    "database URL {url:?}: write sqlite://PATH, such as sqlite://proxydeck.db or sqlite:///var/lib/proxydeck/data.db"
+                ));
+            }
+            Ok(Self::Sqlite(PathBuf::from(path)))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Self::Postgres(url.to_owned()))
+        } else {
+            Err(format!(
+                "database URL must start with sqlite:// or postgres://, got {:?}",
+                url.split("://").next().unwrap_or_default()
+            ))
+        }
+    }
+}
+
+/// Opens the store `url` names, first applying the migrations it lacks.
+pub async fn open(url: &DatabaseUrl, options: &StoreOptions) -> anyhow::Result<Arc<dyn Store>> {
+    match url {
+        DatabaseUrl::Sqlite(path) => Ok(Arc::new(
+            SqliteStore::open(path.clone(), options.clone()).await?,
+        )),
+        DatabaseUrl::Postgres(_) => anyhow::bail!(
+            "the PostgreSQL store is not available in this build yet; use sqlite://PATH"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_urls() {
+        assert_eq!(
+            DatabaseUrl::parse("sqlite://proxydeck.db").unwrap(),
+            DatabaseUrl::Sqlite("proxydeck.db".into())
+        );
+        assert_eq!(
+            DatabaseUrl::parse("sqlite:///var/data.db").unwrap(),
+            DatabaseUrl::Sqlite("/var/data.db".into())
+        );
+        assert!(matches!(
+            DatabaseUrl::parse("postgres://u@h/db").unwrap(),
+            DatabaseUrl::Postgres(_)
+        ));
+        for bad in [
+            "sqlite://",
+            "mysql://x",
+            "proxydeck.db",
+            "sqlite://a.db?mode=ro",
+        ] {
+            assert!(DatabaseUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Import: every record in one write transaction, upserting by id, so that
+//! a file is applied whole or not at all and importing it again changes
+//! nothing.
+
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use tokio::sync::mpsc;
+
+use super::admin::{missing_organization, replace_memberships};
+use crate::domain::FieldError;
+use crate::domain::directory::{Organization, User};
+use crate::domain::import::{ImportError, ImportItem, ImportRecord, ImportSummary};
+use crate::domain::project::Project;
+use crate::domain::proxy_settings::ProxySettings;
+use crate::domain::time::Timestamp;
+use crate::store::StoreError;
+
+/// Why one record could not be applied.
+enum Refusal {
+    /// The record breaks a rule: the file's fault, named by field.
+    Rule(FieldError),
+    Store(StoreError),
+}
+
+impl From<rusqlite::Error> for Refusal {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Store(error.into())
+    }
+}
+
+impl From<StoreError> for Refusal {
+    fn from(error: StoreError) -> Self {
+        Self::Store(error)
+    }
+}
+
+pub(super) fn apply(
+    c: &mut Connection,
+    mut records: mpsc::Receiver<ImportItem>,
+) -> Result<ImportSummary, ImportError> {
+    let store_failed =
+        |line: u64, error: StoreError| ImportError::at(line, None, error.to_string());
+    let tx = c
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| store_failed(0, e.into()))?;
+    let now = Timestamp::now();
+    let mut summary = ImportSummary::default();
+    // Dropping `tx` on any early return rolls everything back.
+    while let Some(item) = records.blocking_recv() {
+        let (line, record) = item?;
+        summary.count(&record);
+        let applied = match record {
+            ImportRecord::Organization(organization) => {
+                upsert_organization(&tx, &organization, now)
+            }
+            ImportRecord::User(user) => upsert_user(&tx, &user, now),
+            ImportRecord::Project(project) => upsert_project(&tx, *project, now),
+            ImportRecord::ProxySettings(settings) => upsert_proxy_settings(&tx, &settings),
+        };
+        match applied {
+            Ok(()) => {}
+            Err(Refusal::Rule(error)) => return Err(ImportError::from_field(line, error)),
+            Err(Refusal::Store(error)) => return Err(store_failed(line, error)),
+        }
+    }
+    tx.commit().map_err(|e| store_failed(0, e.into()))?;
+    Ok(summary)
+}
+
+fn upsert_organization(
+    tx: &Transaction<'_>,
+    organization: &Organization,
+    now: Timestamp,
+) -> Result<(), Refusal> {
+    tx.prepare_cached(
+        "INSERT INTO organizations (id, name, created_at) VALUES (?1, ?2, COALESCE(?3, ?4))
+         ON CONFLICT (id) DO UPDATE
+         SET name = excluded.name, created_at = COALESCE(?3, organizations.created_at)",
+    )?
+    .execute(params![
+        organization.id,
+        organization.name,
+        organization.created_at.map(Timestamp::as_millis),
+        now.as_millis()
+    ])?;
+    Ok(())
+}
+
+fn upsert_user(tx: &Transaction<'_>, user: &User, now: Timestamp) -> Result<(), Refusal> {
+    if let Some(error) = missing_organization(tx, &user.organizations)? {
+        return Err(Refusal::Rule(error));
+    }
+    tx.prepare_cached(
+        "INSERT INTO users (id, email, created_at) VALUES (?1, ?2, COALESCE(?3, ?4))
+         ON CONFLICT (id) DO UPDATE
+         SET email = excluded.email, created_at = COALESCE(?3, users.created_at)",
+    )?
+    .execute(params![
+        user.id,
+        user.email,
+        user.created_at.map(Timestamp::as_millis),
+        now.as_millis()
+    ])?;
+    replace_memberships(tx, &user.id, &user.organizations)?;
+    Ok(())
+}
+
+/// Absent timestamps keep the stored ones; a project that is new, or whose
+/// content changes without an `updated_at`, takes the time of import.
+fn upsert_project(
+    tx: &Transaction<'_>,
+    mut project: Project,
+    now: Timestamp,
+) -> Result<(), Refusal> {
+    let organization_known = tx
+        .prepare_cached("SELECT 1 FROM organizations WHERE id = ?1")?
+        .exists([&project.organization_id])?;
+    if !organization_known {
+        return Err(Refusal::Rule(FieldError::new(
+            "organization_id",
+            format!("no organization {} exists", project.organization_id),
+        )));
+    }
+    let stored: Option<(i64, i64, String)> = tx
+        .prepare_cached("SELECT created_at, updated_at, body FROM projects WHERE id = ?1")?
+        .query_row([&project.id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .optional()?;
+    let stored_time = |millis| Timestamp::from_millis(millis).unwrap_or(now);
+    let updated_given = project.updated_at.is_some();
+    if project.created_at.is_none() {
+        project.created_at = Some(stored.as_ref().map_or(now, |s| stored_time(s.0)));
+    }
+    if project.updated_at.is_none() {
+        project.updated_at = Some(stored.as_ref().map_or(now, |s| stored_time(s.1)));
+    }
+    let mut body = to_json(&project)?;
+    if !updated_given && stored.as_ref().is_some_and(|s| s.2 != body) {
+        project.updated_at = Some(now);
+        body = to_json(&project)?;
+    }
+    let (created_at, updated_at) = (
+        project.created_at.unwrap_or(now),
+        project.updated_at.unwrap_or(now),
+    );
+    tx.prepare_cached(
+        "INSERT INTO projects (id, organization_id, created_at, updated_at, body)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (id) DO UPDATE
+         SET organization_id = excluded.organization_id, created_at = excluded.created_at,
+             updated_at = excluded.updated_at, body = excluded.body, deleted_at = NULL",
+    )?
+    .execute(params![
+        project.id,
+        project.organization_id,
+        created_at.as_millis(),
+        updated_at.as_millis(),
+        body
+    ])?;
+    Ok(())
+}
+
+fn upsert_proxy_settings(tx: &Transaction<'_>, settings: &ProxySettings) -> Result<(), Refusal> {
+    let project_id = settings.project_id.as_deref().unwrap_or_default();
+    let project_known = tx
+        .prepare_cached("SELECT 1 FROM projects WHERE id = ?1 AND deleted_at IS NULL")?
+        .exists([project_id])?;
+    if !project_known {
+        return Err(Refusal::Rule(FieldError::new(
+            "project_id",
+            format!("no project {project_id} exists"),
+        )));
+    }
+    if settings.is_active {
+        let active: Option<u32> = tx
+            .prepare_cached(
+                "SELECT revision FROM proxy_settings
+                 WHERE project_id = ?1 AND is_active = 1 AND revision != ?2",
+            )?
+            .query_row(params![project_id, settings.revision], |row| row.get(0))
+            .optional()?;
+        if let Some(active) = active {
+            return Err(Refusal::Rule(FieldError::new(
+                "is_active",
+                format!(
+                    "revision {active} of project {project_id} is already active; \
+                     at most one revision per project may be (deactivate it on an earlier line)"
+                ),
+            )));
+        }
+    }
+    let listed = ProxySettings {
+        project_id: None,
+        ..settings.clone()
+    };
+    tx.prepare_cached(
+        "INSERT INTO proxy_settings (project_id, revision, is_active, body) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (project_id, revision) DO UPDATE
+         SET is_active = excluded.is_active, body = excluded.body",
+    )?
+    .execute(params![
+        project_id,
+        settings.revision,
+        settings.is_active,
+        to_json(&listed)?
+    ])?;
+    Ok(())
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<String, Refusal> {
+    serde_json::to_string(value)
+        .map_err(|e| Refusal::Store(StoreError::Internal(format!("cannot write JSON: {e}"))))
+}
