@@ -228,8 +228,9 @@ enum Role {
 }
 
 /// Opens pooled connections, and retires them when the database file at
-/// the path is no longer the one they opened (moved away, or replaced by a
-/// restored backup), so the service never serves a stale file.
+/// the path is no longer the one they opened (moved away or deleted): the
+/// service then answers 503 instead of serving a file that is gone, and
+/// serves again once the file is back.
 struct Connector {
     path: PathBuf,
     role: Role,

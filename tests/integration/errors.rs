@@ -1,0 +1,186 @@
+//! Every error of `decisions.md` section 3: status, body shape, headers.
+
+use std::time::Duration;
+
+use proxydeck::store::StoreOptions;
+use reqwest::Method;
+
+use crate::helpers::*;
+
+const LISTINGS: [&str; 3] = [
+    "/v1/projects",
+    "/v1/api_tokens",
+    "/v1/projects/p1/proxy-settings",
+];
+
+async fn fixture() -> (TestApp, String) {
+    let app = TestApp::spawn().await;
+    app.seed(vec![
+        org(1),
+        user("u1", &[1]),
+        project("p1", 1, 0),
+        settings("p1", 1, true),
+    ])
+    .await;
+    let token = app.token("u1").await;
+    (app, token)
+}
+
+#[tokio::test]
+async fn unknown_routes_are_404_in_json() {
+    let (app, token) = fixture().await;
+    for path in [
+        "/",
+        "/v1",
+        "/v1/projects/",
+        "/v2/projects",
+        "/v1/project",
+        "/v1/projects/p1",
+        "/v1/projects/p1/proxy-settings/1",
+        "/v1/projects/p1/proxy_settings",
+        "/v1/api_tokens/x",
+        "/V1/PROJECTS",
+    ] {
+        for token in [Some(token.as_str()), None] {
+            let mut request = app.client.get(app.url(path));
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let (status, body) = json_of(request.send().await.unwrap()).await;
+            assert_eq!(status, 404, "{path}");
+            assert_eq!(assert_error_shape(&body), "not_found_error");
+        }
+    }
+}
+
+#[tokio::test]
+async fn other_methods_are_405_with_allow() {
+    let (app, token) = fixture().await;
+    let methods = [
+        "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "PURGE", "FOO",
+    ];
+    for path in LISTINGS {
+        for method in methods {
+            let response = app
+                .client
+                .request(
+                    Method::from_bytes(method.as_bytes()).unwrap(),
+                    app.url(path),
+                )
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap();
+            let allow = response
+                .headers()
+                .get("allow")
+                .map(|v| v.to_str().unwrap().to_owned());
+            let (status, body) = json_of(response).await;
+            assert_eq!(status, 405, "{method} {path}");
+            assert_eq!(assert_error_shape(&body), "invalid_request_error");
+            let allow = allow.expect("an Allow header");
+            assert!(allow.contains("GET") && allow.contains("HEAD"), "{allow}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn bad_query_parameters_name_themselves_on_every_listing() {
+    let (app, token) = fixture().await;
+    for path in LISTINGS {
+        for (query, param) in [
+            ("unknown=1", "unknown"),
+            ("limit=1&limit=1", "limit"),
+            ("limit=", "limit"),
+            ("start_key=", "start_key"),
+            ("order_direction=", "order_direction"),
+            ("limit=1.0", "limit"),
+            ("limit=1000", "limit"),
+            ("order_direction=sideways", "order_direction"),
+        ] {
+            let (status, body) = app.get_json(&format!("{path}?{query}"), &token).await;
+            assert_eq!(status, 400, "{path}?{query}: {body}");
+            assert_eq!(assert_error_shape(&body), "invalid_request_error");
+            assert_eq!(error_param(&body), param, "{path}?{query}");
+            let message = body["error"]["message"].as_str().unwrap();
+            assert!(message.starts_with(param), "{message}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn injection_attempts_are_refused_or_harmless() {
+    let (app, token) = fixture().await;
+    for value in [
+        "'%20OR%201=1--",
+        "p1'%3B%20DROP%20TABLE%20projects%3B--",
+        "%00",
+        "%27",
+        "%22%7D",
+    ] {
+        for path in [
+            format!("/v1/projects?start_key={value}"),
+            format!("/v1/projects?organization_id={value}"),
+            format!("/v1/api_tokens?name={value}"),
+            format!("/v1/projects/{value}/proxy-settings"),
+        ] {
+            let (status, body) = app.get_json(&path, &token).await;
+            assert!(
+                [200, 400, 404].contains(&status.as_u16()),
+                "{path}: {status} {body}"
+            );
+            if status != 200 {
+                assert_error_shape(&body);
+            }
+        }
+    }
+    let (status, body) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(status, 200);
+    assert_eq!(ids(&body), ["p1"], "the data is intact");
+}
+
+/// A store that cannot be reached answers 503 `api_error` promptly, with
+/// nothing of the cause, and the service recovers by itself.
+#[tokio::test]
+async fn store_outage_is_503_and_recovers() {
+    let app = TestApp::spawn_with(
+        test_options(),
+        StoreOptions {
+            timeout: Duration::from_millis(300),
+            ..StoreOptions::default()
+        },
+    )
+    .await;
+    app.seed(vec![org(1), user("u1", &[1]), project("p1", 1, 0)])
+        .await;
+    let token = app.token("u1").await;
+    assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+
+    // The database file disappears (a volume unmounted, a restore under way).
+    let moved = app.db_path.with_extension("moved");
+    std::fs::rename(&app.db_path, &moved).unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    for path in LISTINGS {
+        let started = std::time::Instant::now();
+        let response = app.get(path, &token).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "not prompt: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(response.headers().get("retry-after").unwrap(), "1");
+        let (status, body) = json_of(response).await;
+        assert_eq!(status, 503, "{path}: {body}");
+        assert_eq!(assert_error_shape(&body), "api_error");
+        let text = body.to_string();
+        for leak in ["SQLite", "sqlite", "SELECT", ".db", "/tmp", "panicked"] {
+            assert!(!text.contains(leak), "{leak} in {text}");
+        }
+    }
+
+    // The file is back: the service serves again without a restart.
+    std::fs::rename(&moved, &app.db_path).unwrap();
+    let (status, body) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ids(&body), ["p1"]);
+}

@@ -1,0 +1,520 @@
+//! The behaviour every store backend owes, written against the `Store`
+//! trait alone. Each test runs once per backend (see `contract!` at the
+//! end); a new backend joins by adding its module there.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use proxydeck::domain::directory::{Organization, OrganizationTag, User, UserTag};
+use proxydeck::domain::import::{ImportItem, parse_line};
+use proxydeck::domain::pagination::{Direction, PageRequest};
+use proxydeck::domain::time::Timestamp;
+use proxydeck::domain::token;
+use proxydeck::store::{
+    ApiTokensQuery, NewToken, ProjectsQuery, ProxySettingsQuery, Store, StoreError, TokenUse,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::helpers::*;
+
+fn page(limit: u32, direction: Direction, start_key: Option<&str>) -> PageRequest {
+    PageRequest {
+        start_key: start_key.map(String::from),
+        direction,
+        limit,
+    }
+}
+
+async fn projects_of(
+    store: &dyn Store,
+    orgs: &[u32],
+    request: PageRequest,
+) -> Result<Vec<Value>, StoreError> {
+    let organizations: Arc<[String]> = orgs.iter().map(|n| org_id(*n)).collect();
+    let page = store
+        .list_projects(ProjectsQuery {
+            organizations,
+            page: request,
+        })
+        .await?;
+    Ok(page
+        .items
+        .iter()
+        .map(|p| serde_json::from_str(p.json.get()).unwrap())
+        .collect())
+}
+
+async fn all_projects(store: &dyn Store) -> Vec<Value> {
+    projects_of(store, &[1, 2, 3], page(100, Direction::Asc, None))
+        .await
+        .unwrap()
+}
+
+fn base() -> Vec<Value> {
+    vec![org(1), org(2), user("u1", &[2, 1])]
+}
+
+async fn import_is_all_or_nothing(store: Arc<dyn Store>) {
+    let mut lines = base();
+    lines.push(project("a", 1, 0));
+    lines.push(project("b", 9, 0));
+    lines.push(project("c", 1, 0));
+    let error = seed(store.as_ref(), lines).await.unwrap_err();
+    assert_eq!(error.line, 5);
+    assert_eq!(error.field.as_deref(), Some("organization_id"));
+    assert!(
+        error
+            .to_string()
+            .starts_with("line 5: field organization_id: "),
+        "{error}"
+    );
+    assert!(
+        all_projects(store.as_ref()).await.is_empty(),
+        "nothing was written"
+    );
+    let orgs_written = store
+        .create_organization(Organization {
+            object: OrganizationTag::Tag,
+            id: org_id(1),
+            name: "again".into(),
+            created_at: None,
+        })
+        .await;
+    assert!(
+        orgs_written.is_ok(),
+        "organization 1 was not kept from the failed import"
+    );
+}
+
+async fn import_rules_name_line_and_field(store: Arc<dyn Store>) {
+    let cases: Vec<(Vec<Value>, &str)> = vec![
+        (vec![user("u9", &[7])], "organizations[0]"),
+        (vec![settings("nowhere", 1, true)], "project_id"),
+        (
+            vec![
+                project("p", 1, 0),
+                settings("p", 1, true),
+                settings("p", 2, true),
+            ],
+            "is_active",
+        ),
+    ];
+    for (extra, field) in cases {
+        let mut lines = base();
+        lines.extend(extra);
+        let count = lines.len() as u64;
+        let error = seed(store.as_ref(), lines).await.unwrap_err();
+        assert_eq!(error.line, count, "{error}");
+        assert_eq!(error.field.as_deref(), Some(field), "{error}");
+    }
+    assert!(all_projects(store.as_ref()).await.is_empty());
+}
+
+async fn import_twice_changes_nothing(store: Arc<dyn Store>) {
+    let mut lines = base();
+    // Without timestamps: they default to the time of the first import.
+    lines.push(json!({"object": "project", "id": "bare", "organization_id": org_id(1)}));
+    lines.push(project("dated", 2, 5));
+    lines.push(settings("dated", 1, false));
+    lines.push(settings("dated", 2, true));
+    let summary = seed(store.as_ref(), lines.clone()).await.unwrap();
+    assert_eq!(
+        (
+            summary.organizations,
+            summary.users,
+            summary.projects,
+            summary.proxy_settings
+        ),
+        (2, 1, 2, 2)
+    );
+    let first = all_projects(store.as_ref()).await;
+    let settings_first = settings_json(store.as_ref(), "dated").await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    seed(store.as_ref(), lines).await.unwrap();
+    assert_eq!(all_projects(store.as_ref()).await, first);
+    assert_eq!(settings_json(store.as_ref(), "dated").await, settings_first);
+}
+
+async fn settings_json(store: &dyn Store, project_id: &str) -> Vec<String> {
+    store
+        .list_proxy_settings(ProxySettingsQuery {
+            project_id: project_id.into(),
+            visible_to: Arc::from([org_id(1), org_id(2)]),
+            page: page(100, Direction::Asc, None),
+        })
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|s| s.json.get().to_owned())
+        .collect()
+}
+
+async fn import_that_changes_a_project_moves_updated_at(store: Arc<dyn Store>) {
+    let mut lines = base();
+    lines.push(
+        json!({"object": "project", "id": "p", "organization_id": org_id(1), "created_at": at(0)}),
+    );
+    seed(store.as_ref(), lines).await.unwrap();
+    let before = all_projects(store.as_ref()).await.remove(0);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let changed =
+        json!({"object": "project", "id": "p", "organization_id": org_id(1), "description": "new"});
+    seed(store.as_ref(), vec![changed]).await.unwrap();
+    let after = all_projects(store.as_ref()).await.remove(0);
+    assert_eq!(
+        after["created_at"], before["created_at"],
+        "kept when absent"
+    );
+    assert_eq!(after["description"], "new");
+    assert!(
+        after["updated_at"].as_str() > before["updated_at"].as_str(),
+        "{before} {after}"
+    );
+}
+
+async fn deleted_projects_leave_listings_but_keep_their_place(store: Arc<dyn Store>) {
+    let mut lines = base();
+    for i in 0..5 {
+        lines.push(project(&format!("p{i}"), 1, i));
+    }
+    seed(store.as_ref(), lines).await.unwrap();
+    store.delete_project("p2").await.unwrap();
+    let ids_of = |items: Vec<Value>| {
+        items
+            .iter()
+            .map(|p| p["id"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids_of(all_projects(store.as_ref()).await),
+        ["p0", "p1", "p3", "p4"]
+    );
+    let after = projects_of(store.as_ref(), &[1], page(10, Direction::Asc, Some("p2")))
+        .await
+        .unwrap();
+    assert_eq!(ids_of(after), ["p3", "p4"]);
+    assert!(matches!(
+        store.delete_project("p2").await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.delete_project("nope").await,
+        Err(StoreError::NotFound { .. })
+    ));
+    // Importing it again brings it back.
+    seed(store.as_ref(), vec![project("p2", 1, 2)])
+        .await
+        .unwrap();
+    assert_eq!(all_projects(store.as_ref()).await.len(), 5);
+}
+
+async fn keyset_pages_merge_organizations_and_break_ties_by_id(store: Arc<dyn Store>) {
+    let mut lines = base();
+    for (id, org, second) in [
+        ("b", 1, 0),
+        ("a", 2, 0),
+        ("c", 1, 0),
+        ("d", 2, 1),
+        ("e", 1, 1),
+    ] {
+        lines.push(project(id, org, second));
+    }
+    seed(store.as_ref(), lines).await.unwrap();
+    let walk = |direction| {
+        let store = store.clone();
+        async move {
+            let mut seen = Vec::new();
+            let mut start: Option<String> = None;
+            loop {
+                let organizations: Arc<[String]> = Arc::from([org_id(1), org_id(2)]);
+                let result = store
+                    .list_projects(ProjectsQuery {
+                        organizations,
+                        page: page(2, direction, start.as_deref()),
+                    })
+                    .await
+                    .unwrap();
+                seen.extend(result.items.iter().map(|p| p.id.clone()));
+                if !result.has_more {
+                    return seen;
+                }
+                start = result.items.last().map(|p| p.id.clone());
+            }
+        }
+    };
+    assert_eq!(walk(Direction::Asc).await, ["a", "b", "c", "d", "e"]);
+    assert_eq!(walk(Direction::Desc).await, ["e", "d", "c", "b", "a"]);
+    let unknown = projects_of(store.as_ref(), &[1], page(2, Direction::Asc, Some("zzz"))).await;
+    assert!(matches!(unknown, Err(StoreError::UnknownStartKey)));
+    let foreign = projects_of(store.as_ref(), &[1], page(2, Direction::Asc, Some("a"))).await;
+    assert!(
+        matches!(foreign, Err(StoreError::UnknownStartKey)),
+        "a is in org 2"
+    );
+}
+
+async fn tokens_are_found_by_digest_only(store: Arc<dyn Store>) {
+    seed(store.as_ref(), base()).await.unwrap();
+    let (token, secret) = mint(store.as_ref(), "u1", "t", None).await;
+    let grant = store
+        .find_token(token::digest(&secret))
+        .await
+        .unwrap()
+        .expect("found");
+    assert_eq!(grant.token_id, token.id);
+    assert_eq!(grant.user_id, "u1");
+    assert_eq!(grant.organizations, [org_id(1), org_id(2)], "sorted");
+    assert!(!grant.revoked);
+    assert_eq!(grant.last_used_at, None);
+    assert!(
+        store
+            .find_token(token::digest("pxd_other"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    store.revoke_token(&token.id).await.unwrap();
+    store.revoke_token(&token.id).await.unwrap();
+    assert!(
+        store
+            .find_token(token::digest(&secret))
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked
+    );
+    assert!(matches!(
+        store.revoke_token("nope").await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+async fn last_used_never_goes_backwards(store: Arc<dyn Store>) {
+    seed(store.as_ref(), base()).await.unwrap();
+    let (token, secret) = mint(store.as_ref(), "u1", "t", None).await;
+    let t = |ms| Timestamp::from_millis(ms).unwrap();
+    let used = |ms| TokenUse {
+        token_id: token.id.clone(),
+        used_at: t(ms),
+    };
+    store
+        .record_token_uses(vec![used(2_000_000)])
+        .await
+        .unwrap();
+    store
+        .record_token_uses(vec![used(1_000_000)])
+        .await
+        .unwrap();
+    let grant = store
+        .find_token(token::digest(&secret))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(grant.last_used_at, Some(t(2_000_000)));
+    store
+        .record_token_uses(vec![
+            used(3_000_000),
+            TokenUse {
+                token_id: "gone".into(),
+                used_at: t(1),
+            },
+        ])
+        .await
+        .unwrap();
+    let grant = store
+        .find_token(token::digest(&secret))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(grant.last_used_at, Some(t(3_000_000)));
+}
+
+async fn admin_writes_refuse_conflicts_and_unknown_references(store: Arc<dyn Store>) {
+    seed(store.as_ref(), base()).await.unwrap();
+    let organization = Organization {
+        object: OrganizationTag::Tag,
+        id: org_id(1),
+        name: "dup".into(),
+        created_at: None,
+    };
+    assert!(matches!(
+        store.create_organization(organization).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let stray = User {
+        object: UserTag::Tag,
+        id: "u2".into(),
+        email: "u2@example.com".into(),
+        organizations: vec![org_id(1), org_id(5)],
+        created_at: None,
+    };
+    match store.create_user(stray).await {
+        Err(StoreError::Invalid(error)) => assert_eq!(error.field, "organizations[1]"),
+        other => panic!("{other:?}"),
+    }
+    let (orphan, _) = NewToken::mint("nobody".into(), "t".into(), None);
+    assert!(matches!(
+        store.create_token(orphan).await,
+        Err(StoreError::NotFound { kind: "user", .. })
+    ));
+    let user = User {
+        object: UserTag::Tag,
+        id: "u1".into(),
+        email: "x@example.com".into(),
+        organizations: vec![org_id(1)],
+        created_at: None,
+    };
+    assert!(matches!(
+        store.create_user(user).await,
+        Err(StoreError::Conflict(_))
+    ));
+}
+
+async fn token_listing_pages_and_filters(store: Arc<dyn Store>) {
+    seed(store.as_ref(), base()).await.unwrap();
+    let mut made = Vec::new();
+    for i in 0..7 {
+        made.push(
+            mint(
+                store.as_ref(),
+                "u1",
+                if i % 2 == 0 { "even" } else { "odd" },
+                None,
+            )
+            .await
+            .0
+            .id,
+        );
+    }
+    let list = |name: Option<&str>, request: PageRequest| {
+        let store = store.clone();
+        let name = name.map(String::from);
+        async move {
+            store
+                .list_api_tokens(ApiTokensQuery {
+                    user_id: "u1".into(),
+                    name,
+                    page: request,
+                })
+                .await
+                .map(|p| {
+                    (
+                        p.items.into_iter().map(|t| t.id).collect::<Vec<_>>(),
+                        p.has_more,
+                    )
+                })
+        }
+    };
+    let (first, more) = list(None, page(3, Direction::Asc, None)).await.unwrap();
+    assert_eq!(first, made[..3]);
+    assert!(more);
+    let (rest, more) = list(None, page(10, Direction::Asc, Some(&made[2])))
+        .await
+        .unwrap();
+    assert_eq!(rest, made[3..]);
+    assert!(!more);
+    let (evens, _) = list(Some("even"), page(10, Direction::Desc, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        evens,
+        [
+            made[6].clone(),
+            made[4].clone(),
+            made[2].clone(),
+            made[0].clone()
+        ]
+    );
+    assert!(matches!(
+        list(Some("even"), page(10, Direction::Desc, Some(&made[1]))).await,
+        Err(StoreError::UnknownStartKey)
+    ));
+    assert!(matches!(
+        list(None, page(10, Direction::Desc, Some("nope"))).await,
+        Err(StoreError::UnknownStartKey)
+    ));
+}
+
+async fn invisible_projects_have_no_settings(store: Arc<dyn Store>) {
+    let mut lines = base();
+    lines.push(project("p", 2, 0));
+    lines.push(settings("p", 1, true));
+    seed(store.as_ref(), lines).await.unwrap();
+    let query = |visible: Vec<String>| ProxySettingsQuery {
+        project_id: "p".into(),
+        visible_to: visible.into(),
+        page: page(10, Direction::Desc, None),
+    };
+    assert_eq!(
+        store
+            .list_proxy_settings(query(vec![org_id(2)]))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    assert!(matches!(
+        store.list_proxy_settings(query(vec![org_id(1)])).await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+/// A write transaction that stays open does not hold up reads: they answer
+/// at once, with the data as it was before the write.
+async fn reads_never_wait_on_a_writer(store: Arc<dyn Store>) {
+    let mut lines = base();
+    lines.push(project("old", 1, 0));
+    seed(store.as_ref(), lines).await.unwrap();
+    let (sender, receiver) = mpsc::channel::<ImportItem>(4);
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move { store.import(receiver).await })
+    };
+    let line = project("new", 1, 1).to_string();
+    sender
+        .send(Ok((1, parse_line(&line).unwrap())))
+        .await
+        .unwrap();
+    // The import now holds the write transaction open, waiting for more lines.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let read = tokio::time::timeout(Duration::from_millis(500), all_projects(store.as_ref()))
+        .await
+        .expect("a read during a write answers at once");
+    assert_eq!(read.len(), 1, "the unfinished write is not visible");
+    drop(sender);
+    writer.await.unwrap().unwrap();
+    assert_eq!(all_projects(store.as_ref()).await.len(), 2);
+}
+
+/// One `#[tokio::test]` per contract test and backend.
+macro_rules! contract {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    let store = crate::helpers::TestStore::new().await;
+                    super::$test(store.store.clone()).await;
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    import_is_all_or_nothing,
+    import_rules_name_line_and_field,
+    import_twice_changes_nothing,
+    import_that_changes_a_project_moves_updated_at,
+    deleted_projects_leave_listings_but_keep_their_place,
+    keyset_pages_merge_organizations_and_break_ties_by_id,
+    tokens_are_found_by_digest_only,
+    last_used_never_goes_backwards,
+    admin_writes_refuse_conflicts_and_unknown_references,
+    token_listing_pages_and_filters,
+    invisible_projects_have_no_settings,
+    reads_never_wait_on_a_writer,
+);
