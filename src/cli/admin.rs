@@ -19,21 +19,29 @@ use crate::store::{NewToken, Store};
 #[derive(Subcommand, Debug)]
 pub enum AdminCommand {
     /// Organizations.
+    #[command(after_help = "Example:\n  proxydeck admin org create --name \"Acme Corp\"")]
     Org {
         #[command(subcommand)]
         command: OrgCommand,
     },
     /// Users.
+    #[command(
+        after_help = "Example:\n  proxydeck admin user create --email ops@example.com --org ORG_ID"
+    )]
     User {
         #[command(subcommand)]
         command: UserCommand,
     },
     /// API tokens.
+    #[command(
+        after_help = "Example:\n  proxydeck admin token create --user USER_ID --name ci --expires-in 90d"
+    )]
     Token {
         #[command(subcommand)]
         command: TokenCommand,
     },
     /// Projects.
+    #[command(after_help = "Example:\n  proxydeck admin project delete PROJECT_ID")]
     Project {
         #[command(subcommand)]
         command: ProjectCommand,

@@ -65,6 +65,7 @@ enum Command {
     )]
     Migrate,
     /// Administer organizations, users, tokens and data.
+    #[command(after_help = "Example:\n  proxydeck admin org create --name \"Acme Corp\" --json")]
     Admin {
         #[command(subcommand)]
         command: admin::AdminCommand,
@@ -142,7 +143,23 @@ impl ServeArgs {
 /// Runs the command line; the exit status is 0 on success, 1 with a
 /// one-line error on stderr otherwise.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version are not errors.
+        Err(error) if !error.use_stderr() => {
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        // clap's usage errors run to several lines; the first one says it.
+        Err(error) => {
+            let text = error.to_string();
+            eprintln!(
+                "{}",
+                text.lines().next().unwrap_or("error: invalid arguments")
+            );
+            return ExitCode::from(2);
+        }
+    };
     init_logging(&cli.command);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -166,7 +183,7 @@ fn fail(error: &anyhow::Error) -> ExitCode {
 /// request at `info`; the other commands stay quiet but for warnings.
 fn init_logging(command: &Command) {
     let default = match command {
-        Command::Serve(_) | Command::Demo(_) => "info",
+        Command::Serve(_) | Command::Demo(_) => "info,refinery_core=warn",
         _ => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -75,7 +75,7 @@ async fn the_scheme_word_is_case_insensitive_and_the_header_strict() {
         format!("Token {token}"),
         format!("Bearer{token}"),
         format!("Bearer {token} extra"),
-        format!("{token}"),
+        token.clone(),
         "Bearer".to_owned(),
         "Bearer ".to_owned(),
         String::new(),

@@ -118,6 +118,10 @@ async fn import_twice_changes_nothing(store: Arc<dyn Store>) {
     lines.push(project("dated", 2, 5));
     lines.push(settings("dated", 1, false));
     lines.push(settings("dated", 2, true));
+    // The same project twice in one file, differently: the last line wins,
+    // and a second import of the file still changes nothing.
+    lines.push(json!({"object": "project", "id": "twice", "organization_id": org_id(1), "description": "first"}));
+    lines.push(json!({"object": "project", "id": "twice", "organization_id": org_id(1), "description": "second"}));
     let summary = seed(store.as_ref(), lines.clone()).await.unwrap();
     assert_eq!(
         (
@@ -126,10 +130,12 @@ async fn import_twice_changes_nothing(store: Arc<dyn Store>) {
             summary.projects,
             summary.proxy_settings
         ),
-        (2, 1, 2, 2)
+        (2, 1, 4, 2)
     );
     let first = all_projects(store.as_ref()).await;
     let settings_first = settings_json(store.as_ref(), "dated").await;
+    let twice = first.iter().find(|p| p["id"] == "twice");
+    assert_eq!(twice.map(|p| &p["description"]), Some(&json!("second")));
     tokio::time::sleep(Duration::from_millis(20)).await;
     seed(store.as_ref(), lines).await.unwrap();
     assert_eq!(all_projects(store.as_ref()).await, first);

@@ -42,6 +42,12 @@ pub(super) fn apply(
     let tx = c
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| store_failed(0, e.into()))?;
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS import_prior
+             (id TEXT PRIMARY KEY, updated_at INTEGER NOT NULL, content_hash INTEGER NOT NULL);
+         DELETE FROM temp.import_prior;",
+    )
+    .map_err(|e| store_failed(0, e.into()))?;
     let now = Timestamp::now();
     let mut summary = ImportSummary::default();
     // Dropping `tx` on any early return rolls everything back.
@@ -63,6 +69,8 @@ pub(super) fn apply(
         }
     }
     tx.commit().map_err(|e| store_failed(0, e.into()))?;
+    // Frees the temporary table's pages; the next import makes it anew.
+    let _ = c.execute_batch("DROP TABLE IF EXISTS temp.import_prior");
     Ok(summary)
 }
 
@@ -104,8 +112,11 @@ fn upsert_user(tx: &Transaction<'_>, user: &User, now: Timestamp) -> Result<(), 
     Ok(())
 }
 
-/// Absent timestamps keep the stored ones; a project that is new, or whose
-/// content changes without an `updated_at`, takes the time of import.
+/// Absent timestamps keep the stored ones: `created_at` as it stands,
+/// `updated_at` as it stood before this import began, unless the project's
+/// content ends up different from then, when it takes the time of import.
+/// Judging against the state before the import (not the previous line)
+/// keeps a re-import a no-op even when a file names a project twice.
 fn upsert_project(
     tx: &Transaction<'_>,
     mut project: Project,
@@ -126,19 +137,27 @@ fn upsert_project(
             Ok((row.get(0)?, row.get(1)?, row.get(2)?))
         })
         .optional()?;
+    let before_import = state_before_import(tx, &project.id, stored.as_ref())?;
     let stored_time = |millis| Timestamp::from_millis(millis).unwrap_or(now);
-    let updated_given = project.updated_at.is_some();
     if project.created_at.is_none() {
         project.created_at = Some(stored.as_ref().map_or(now, |s| stored_time(s.0)));
     }
-    if project.updated_at.is_none() {
-        project.updated_at = Some(stored.as_ref().map_or(now, |s| stored_time(s.1)));
-    }
-    let mut body = to_json(&project)?;
-    if !updated_given && stored.as_ref().is_some_and(|s| s.2 != body) {
-        project.updated_at = Some(now);
-        body = to_json(&project)?;
-    }
+    let body = match (project.updated_at, before_import) {
+        (Some(_), _) | (None, None) => {
+            project.updated_at.get_or_insert(now);
+            to_json(&project)?
+        }
+        (None, Some((updated_at, content_hash))) => {
+            project.updated_at = Some(stored_time(updated_at));
+            let unchanged = to_json(&project)?;
+            if hash(&unchanged) == content_hash {
+                unchanged
+            } else {
+                project.updated_at = Some(now);
+                to_json(&project)?
+            }
+        }
+    };
     let (created_at, updated_at) = (
         project.created_at.unwrap_or(now),
         project.updated_at.unwrap_or(now),
@@ -158,6 +177,40 @@ fn upsert_project(
         body
     ])?;
     Ok(())
+}
+
+/// A project's `updated_at` and content hash as they were before this
+/// import, recorded the first time the import touches it. Kept in a
+/// temporary table, not in memory, so a million-line import stays small.
+fn state_before_import(
+    tx: &Transaction<'_>,
+    project_id: &str,
+    stored: Option<&(i64, i64, String)>,
+) -> Result<Option<(i64, i64)>, Refusal> {
+    let recorded: Option<(i64, i64)> = tx
+        .prepare_cached("SELECT updated_at, content_hash FROM temp.import_prior WHERE id = ?1")?
+        .query_row([project_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    if recorded.is_some() {
+        return Ok(recorded);
+    }
+    let Some((_, updated_at, body)) = stored else {
+        return Ok(None);
+    };
+    let state = (*updated_at, hash(body));
+    tx.prepare_cached(
+        "INSERT INTO temp.import_prior (id, updated_at, content_hash) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![project_id, state.0, state.1])?;
+    Ok(Some(state))
+}
+
+/// A fingerprint of stored JSON, compared only within one process.
+fn hash(body: &str) -> i64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    body.hash(&mut hasher);
+    hasher.finish() as i64
 }
 
 fn upsert_proxy_settings(tx: &Transaction<'_>, settings: &ProxySettings) -> Result<(), Refusal> {

@@ -267,8 +267,10 @@ impl r2d2::ManageConnection for Connector {
         connection.busy_timeout(self.busy_timeout)?;
         connection.pragma_update(None, "synchronous", "NORMAL")?;
         connection.pragma_update(None, "foreign_keys", "ON")?;
-        if self.role == Role::Reader {
-            connection.pragma_update(None, "query_only", "ON")?;
+        match self.role {
+            Role::Reader => connection.pragma_update(None, "query_only", "ON")?,
+            // Large imports keep their scratch data on disk, not in memory.
+            Role::Writer => connection.pragma_update(None, "temp_store", "FILE")?,
         }
         connection.set_prepared_statement_cache_capacity(64);
         Ok(PooledSqlite {
