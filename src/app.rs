@@ -83,24 +83,18 @@ impl Service {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT (Ctrl-C).
-pub async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = interrupt => {}
-                    _ = terminate.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = interrupt.await;
-            }
+/// A future that resolves on SIGTERM or SIGINT (Ctrl-C). The handlers are
+/// installed when this is called, not when the future is first polled:
+/// call it first thing, so that a signal arriving while the service starts
+/// still shuts it down gracefully.
+pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
+    })
 }

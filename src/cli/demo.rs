@@ -31,6 +31,7 @@ pub async fn run(
     if !matches!(database, DatabaseUrl::Sqlite(_)) {
         bail!("the demo runs on the embedded store: pass --database sqlite://PATH");
     }
+    let shutdown = shutdown_signal()?;
     let store = store::open(database, store_options).await?;
     let (sender, receiver) = mpsc::channel::<ImportItem>(64);
     let records = demo_records();
@@ -66,7 +67,7 @@ pub async fn run(
             summary.organizations, summary.users, summary.projects, summary.proxy_settings
         )
     })?;
-    service.run(shutdown_signal()).await;
+    service.run(shutdown).await;
     Ok(())
 }
 

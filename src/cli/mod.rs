@@ -204,9 +204,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     };
     match cli.command {
         Command::Serve(args) => {
+            let shutdown = shutdown_signal()?;
             let store = store::open(&database, &store_options).await?;
             let service = Service::bind(store, args.options()).await?;
-            service.run(shutdown_signal()).await;
+            service.run(shutdown).await;
             Ok(())
         }
         Command::Demo(args) => demo::run(&database, &store_options, args.options(), &out).await,

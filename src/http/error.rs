@@ -144,7 +144,9 @@ impl From<StoreError> for ApiError {
             StoreError::UnknownStartKey => {
                 Self::invalid("start_key", "does not name an item of this list")
             }
-            StoreError::NotFound { kind, id } => Self::NotFound(format!("no {kind} {id}")),
+            // The id is not repeated: it is the caller's input, which may be
+            // anything, a pasted secret included.
+            StoreError::NotFound { kind, .. } => Self::NotFound(format!("no such {kind}")),
             StoreError::Unavailable(cause) => {
                 tracing::warn!(%cause, "store unavailable");
                 Self::Unavailable

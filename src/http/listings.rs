@@ -57,7 +57,7 @@ pub async fn projects(
             // An organization that does not exist and one the caller is not
             // in give the same answer.
             if !caller.belongs_to(&id) {
-                return Err(ApiError::NotFound(format!("no organization {id}")));
+                return Err(ApiError::NotFound("no such organization".into()));
             }
             Arc::from([id])
         }

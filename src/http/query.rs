@@ -6,11 +6,12 @@
 use std::borrow::Cow;
 
 use crate::domain::pagination::{Direction, MAX_LIMIT, PageRequest};
+use crate::domain::token::TOKEN_PREFIX;
 
 use super::error::ApiError;
 
-/// Parameter names are echoed in errors; longer ones are cut.
-const MAX_ECHOED_NAME: usize = 64;
+/// Longest unknown parameter name that an error repeats back.
+const MAX_ECHOED_NAME: usize = 32;
 
 pub struct QueryParams<'a> {
     values: Vec<(&'static str, Cow<'a, str>)>,
@@ -22,14 +23,17 @@ impl<'a> QueryParams<'a> {
         let mut values: Vec<(&'static str, Cow<'a, str>)> = Vec::new();
         for (name, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
             let Some(known) = allowed.iter().find(|a| **a == name) else {
-                let shown: String = name.chars().take(MAX_ECHOED_NAME).collect();
-                return Err(ApiError::invalid(
-                    shown,
-                    format!(
-                        "is not a parameter of this listing (it takes {})",
-                        allowed.join(", ")
+                let takes = allowed.join(", ");
+                return Err(match echoable(&name) {
+                    Some(name) => ApiError::invalid(
+                        name,
+                        format!("is not a parameter of this listing (it takes {takes})"),
                     ),
-                ));
+                    None => ApiError::invalid(
+                        "query",
+                        format!("holds a parameter this listing does not take (it takes {takes})"),
+                    ),
+                });
             };
             if values.iter().any(|(n, _)| n == known) {
                 return Err(ApiError::invalid(*known, "must be given at most once"));
@@ -71,6 +75,17 @@ impl<'a> QueryParams<'a> {
             limit,
         })
     }
+}
+
+/// An unknown parameter's name as it may be repeated in an error: short,
+/// plain, and nothing like a token (someone may paste a secret after `?`).
+fn echoable(name: &str) -> Option<&str> {
+    let plain = (1..=MAX_ECHOED_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.[]".contains(&b))
+        && !name.starts_with(TOKEN_PREFIX);
+    plain.then_some(name)
 }
 
 /// Decimal digits only (no sign, no spaces, no fraction), 1 to 100.
@@ -121,7 +136,11 @@ mod tests {
         assert_eq!(fail("start_key="), "start_key");
         assert_eq!(fail("name"), "name");
         assert_eq!(fail("LIMIT=3"), "LIMIT");
-        assert_eq!(fail(&"x".repeat(500)).len(), MAX_ECHOED_NAME);
+        // Names that could be a pasted secret, or are just odd, are not repeated.
+        assert_eq!(fail(&"x".repeat(33)), "query");
+        assert_eq!(fail("pxd_abc"), "query");
+        assert_eq!(fail(&crate::domain::token::generate()), "query");
+        assert_eq!(fail("a%20b=1"), "query");
     }
 
     #[test]

@@ -1,21 +1,28 @@
-//! Serves a router on a listener: HTTP/1.1 with keep-alive (and HTTP/2 by
-//! prior knowledge), timeouts on slow clients, a hard bound on the request
-//! head, and graceful shutdown that lets in-flight requests finish.
+//! Serves a router on a listener: HTTP/1.1 with keep-alive, timeouts on
+//! slow clients, a hard bound on the request head, and graceful shutdown
+//! that lets in-flight requests finish.
+//!
+//! HTTP/1.1 only, on purpose: hyper's HTTP/1 connection starts its
+//! header-read timer the moment it waits for a request (a silent or
+//! trickling client, or an idle keep-alive connection, is cut off), and its
+//! graceful shutdown closes at once a connection that has not begun a
+//! request. Sniffing for cleartext HTTP/2 would add an untimed phase before
+//! either applies, and h2c is rarely spoken to an API behind a proxy.
 
 use std::future::Future;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
     /// A client must send its whole request head within this time of
-    /// connecting or of its previous request; idle keep-alive connections
+    /// connecting or of its previous answer; so idle keep-alive connections
     /// close after it too.
     pub header_read_timeout: Duration,
     /// Largest request head the connection will buffer at all; beyond it
@@ -45,19 +52,12 @@ pub async fn serve(
     options: ServerOptions,
     shutdown: impl Future<Output = ()>,
 ) {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = http1::Builder::new();
     builder
-        .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout)
-        .max_buf_size(options.max_head_bytes)
+        .max_header_size(options.max_head_bytes)
         .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_header_list_size(options.max_head_bytes as u32)
-        .keep_alive_interval(Duration::from_secs(20))
-        .keep_alive_timeout(Duration::from_secs(20));
 
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
@@ -75,19 +75,11 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let (builder, app, watcher) = (builder.clone(), app.clone(), graceful.watcher());
-        let silence_limit = options.header_read_timeout;
+        let connection =
+            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let connection = graceful.watch(connection);
         tokio::spawn(async move {
-            // The HTTP version is known only once the client speaks, and
-            // hyper's header timeout starts only then: bound the silence
-            // before the first byte here.
-            if !first_byte(&stream, silence_limit).await {
-                return;
-            }
-            let connection = builder
-                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app))
-                .into_owned();
-            if let Err(error) = watcher.watch(connection).await {
+            if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");
             }
         });
@@ -103,13 +95,4 @@ pub async fn serve(
     {
         tracing::warn!(grace = ?options.shutdown_grace, "connections still open after the grace period");
     }
-}
-
-/// Waits at most `limit` for the client's first byte; false when none came.
-async fn first_byte(stream: &TcpStream, limit: Duration) -> bool {
-    let mut byte = [0u8; 1];
-    matches!(
-        tokio::time::timeout(limit, stream.peek(&mut byte)).await,
-        Ok(Ok(read)) if read > 0
-    )
 }

@@ -1,0 +1,1214 @@
+//! The HTTP server's production behaviour, over real loopback sockets:
+//! keep-alive, compression, slow and oversized clients, HEAD, HTTP/2 by
+//! prior knowledge, graceful shutdown (in process and of the real binary on
+//! SIGTERM/SIGINT) and secrets staying out of logs and bodies.
+//!
+//! Raw socket tests read with explicit timeouts, so none can hang.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use proxydeck::app::ServiceOptions;
+use proxydeck::domain::pagination::{Direction, PageRequest};
+use proxydeck::store::{self, ApiTokensQuery, DatabaseUrl, StoreOptions};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::task::JoinSet;
+
+use crate::helpers::*;
+
+/// Longest any single socket operation may take before a test fails.
+const IO_TIMEOUT: Duration = Duration::from_secs(3);
+/// The header read timeout of the slow-client tests.
+const HEADER_TIMEOUT: Duration = Duration::from_millis(300);
+/// How long after [`HEADER_TIMEOUT`] a connection must be gone.
+const CLOSE_WITHIN: Duration = Duration::from_millis(1500);
+
+// ----- Fixtures and options -----
+
+/// One organization, user `u1` in it, `projects` projects (p000, p001, ...)
+/// and two proxy-settings revisions of p000.
+fn fixture(projects: usize) -> Vec<Value> {
+    let mut lines = vec![org(1), user("u1", &[1])];
+    for i in 0..projects {
+        lines.push(project(&format!("p{i:03}"), 1, i as i64));
+    }
+    lines.push(settings("p000", 1, false));
+    lines.push(settings("p000", 2, true));
+    lines
+}
+
+async fn seeded_app(options: ServiceOptions, projects: usize) -> (TestApp, String) {
+    let app = TestApp::spawn_with(options, StoreOptions::default()).await;
+    app.seed(fixture(projects)).await;
+    let token = app.token("u1").await;
+    (app, token)
+}
+
+/// Test options with a short header read timeout.
+fn slow_client_options() -> ServiceOptions {
+    let mut options = test_options();
+    options.server.header_read_timeout = HEADER_TIMEOUT;
+    options
+}
+
+/// A client that neither asks for nor decodes compressed bodies.
+fn plain_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .no_gzip()
+        .build()
+        .expect("an HTTP client")
+}
+
+// ----- Raw HTTP/1.1 over TCP -----
+
+async fn connect(address: SocketAddr) -> TcpStream {
+    tokio::time::timeout(IO_TIMEOUT, TcpStream::connect(address))
+        .await
+        .expect("connect in time")
+        .expect("the server accepts")
+}
+
+fn get_request(path: &str, token: Option<&str>) -> String {
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n");
+    if let Some(token) = token {
+        request.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
+    request.push_str("\r\n");
+    request
+}
+
+#[derive(Debug)]
+struct RawResponse {
+    status: u16,
+    /// Names in lower case.
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl RawResponse {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Reads one response framed by Content-Length. `buffer` carries bytes
+/// read past a previous response.
+async fn read_response(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> RawResponse {
+    let mut chunk = [0u8; 16 * 1024];
+    let head_end = loop {
+        if let Some(at) = find(buffer, b"\r\n\r\n") {
+            break at;
+        }
+        let read = tokio::time::timeout(IO_TIMEOUT, stream.read(&mut chunk))
+            .await
+            .expect("the response head comes in time")
+            .expect("the connection reads");
+        assert!(
+            read > 0,
+            "the connection closed before a full response head; got {:?}",
+            String::from_utf8_lossy(buffer)
+        );
+        buffer.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8(buffer[..head_end].to_vec()).expect("an ASCII head");
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap();
+    assert!(status_line.starts_with("HTTP/1.1 "), "{status_line}");
+    let status: u16 = status_line[9..12].parse().expect("a status code");
+    let headers: Vec<(String, String)> = lines
+        .map(|line| {
+            let (name, value) = line.split_once(':').expect("a header line");
+            (name.trim().to_ascii_lowercase(), value.trim().to_owned())
+        })
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .map(|(_, v)| v.parse().expect("a numeric Content-Length"))
+        .unwrap_or_else(|| panic!("no Content-Length in {head}"));
+    buffer.drain(..head_end + 4);
+    while buffer.len() < length {
+        let read = tokio::time::timeout(IO_TIMEOUT, stream.read(&mut chunk))
+            .await
+            .expect("the body comes in time")
+            .expect("the connection reads");
+        assert!(read > 0, "the connection closed in the middle of a body");
+        buffer.extend_from_slice(&chunk[..read]);
+    }
+    let body = buffer.drain(..length).collect();
+    RawResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// Reads until the peer closes (EOF or reset). Answers what was read, or
+/// `None` when the connection is still open after `within`.
+async fn read_until_closed(stream: &mut TcpStream, within: Duration) -> Option<Vec<u8>> {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(seen),
+            Ok(Ok(read)) => seen.extend_from_slice(&chunk[..read]),
+        }
+    }
+}
+
+// ----- The real binary -----
+
+/// `proxydeck serve` on a port of its choosing, its output captured.
+struct Binary {
+    child: Child,
+    address: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+    stdout: Arc<Mutex<String>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Binary {
+    /// Starts it and waits for its `serving` line, then lets it settle a
+    /// moment: it logs `serving` just before its signal handlers exist (see
+    /// `a_sigterm_right_after_the_serving_line_is_handled_gracefully`).
+    fn start(database: &Path, extra: &[&str], rust_log: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_proxydeck"))
+            .arg("serve")
+            .arg("--database")
+            .arg(format!("sqlite://{}", database.display()))
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .args(extra)
+            .env("RUST_LOG", rust_log)
+            .env_remove("PROXYDECK_DATABASE_URL")
+            .env_remove("PROXYDECK_LISTEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary starts");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let (found, address) = mpsc::channel::<SocketAddr>();
+        let mut readers = Vec::new();
+        {
+            let pipe = child.stderr.take().unwrap();
+            let sink = stderr.clone();
+            readers.push(std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines() {
+                    let Ok(line) = line else { break };
+                    if line.contains("serving")
+                        && let Some(at) = line.find("address=")
+                    {
+                        let text = line[at + "address=".len()..].split_whitespace().next();
+                        if let Some(parsed) = text.and_then(|t| t.parse().ok()) {
+                            let _ = found.send(parsed);
+                        }
+                    }
+                    let mut sink = sink.lock().unwrap();
+                    sink.push_str(&line);
+                    sink.push('\n');
+                }
+            }));
+        }
+        {
+            let mut pipe = child.stdout.take().unwrap();
+            let sink = stdout.clone();
+            readers.push(std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = pipe.read_to_string(&mut text);
+                sink.lock().unwrap().push_str(&text);
+            }));
+        }
+        let address = match address.recv_timeout(Duration::from_secs(10)) {
+            Ok(address) => address,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "the binary did not report its address; stderr:\n{}",
+                    stderr.lock().unwrap()
+                );
+            }
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        Self {
+            child,
+            address,
+            stderr,
+            stdout,
+            readers,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the exit; `None` when it did not come within `limit`.
+    async fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the child can be polled") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Everything it wrote, once it has exited: (stdout, stderr).
+    fn output(&mut self) -> (String, String) {
+        for reader in self.readers.drain(..) {
+            reader.join().expect("the output reader ends");
+        }
+        (
+            self.stdout.lock().unwrap().clone(),
+            self.stderr.lock().unwrap().clone(),
+        )
+    }
+
+    /// Signals, then checks a clean exit within a few seconds; answers the
+    /// exit status, stdout and stderr.
+    async fn stop_with(&mut self, signal: &str) -> (Duration, ExitStatus, String, String) {
+        let started = Instant::now();
+        self.signal(signal);
+        let status = self.wait_exit(Duration::from_secs(5)).await;
+        let took = started.elapsed();
+        let Some(status) = status else {
+            panic!(
+                "the binary still runs 5s after SIG{signal}; stderr:\n{}",
+                self.stderr.lock().unwrap()
+            );
+        };
+        let (stdout, stderr) = self.output();
+        (took, status, stdout, stderr)
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A database file seeded through the library (then closed), with a token
+/// of `u1`: (folder, file, secret).
+async fn seeded_database(projects: usize) -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let TestStore { store, path, dir } = TestStore::new().await;
+    seed(store.as_ref(), fixture(projects))
+        .await
+        .expect("the fixture imports");
+    let (_, secret) = mint(store.as_ref(), "u1", "binary", None).await;
+    drop(store);
+    (dir, path, secret)
+}
+
+// ----- Load during shutdown -----
+
+#[derive(Default, Debug)]
+struct Tally {
+    /// 200 with a JSON body.
+    ok: usize,
+    /// Failed before response headers (refused, reset, closed idle).
+    before_headers: usize,
+    /// Anything wrong after response headers arrived.
+    after_headers: Vec<String>,
+}
+
+/// `loops` concurrent request loops on GET `url` until `stop` is set.
+fn hammer(url: String, token: &str, loops: usize, stop: Arc<AtomicBool>) -> JoinSet<Tally> {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("an HTTP client");
+    let mut set = JoinSet::new();
+    for _ in 0..loops {
+        let (client, url, token, stop) =
+            (client.clone(), url.clone(), token.to_owned(), stop.clone());
+        set.spawn(async move {
+            let mut tally = Tally::default();
+            while !stop.load(Ordering::Relaxed) {
+                let response = match client.get(&url).bearer_auth(&token).send().await {
+                    Ok(response) => response,
+                    Err(_) => {
+                        tally.before_headers += 1;
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                };
+                let status = response.status();
+                match response.bytes().await {
+                    Err(error) => tally
+                        .after_headers
+                        .push(format!("{status}, body failed: {error:?}")),
+                    Ok(body) if status != 200 => tally
+                        .after_headers
+                        .push(format!("{status}: {}", String::from_utf8_lossy(&body))),
+                    Ok(body) => match serde_json::from_slice::<Value>(&body) {
+                        Ok(_) => tally.ok += 1,
+                        Err(error) => tally
+                            .after_headers
+                            .push(format!("200 but not JSON ({error}), {} bytes", body.len())),
+                    },
+                }
+            }
+            tally
+        });
+    }
+    set
+}
+
+async fn total(mut set: JoinSet<Tally>) -> Tally {
+    let mut sum = Tally::default();
+    while let Some(tally) = set.join_next().await {
+        let tally = tally.expect("a request loop ends");
+        sum.ok += tally.ok;
+        sum.before_headers += tally.before_headers;
+        sum.after_headers.extend(tally.after_headers);
+    }
+    sum
+}
+
+// ===== 1. Keep-alive =====
+
+#[tokio::test]
+async fn two_requests_are_answered_on_one_kept_alive_connection() {
+    let (app, token) = seeded_app(test_options(), 3).await;
+    let mut stream = connect(app.address).await;
+    let mut buffer = Vec::new();
+
+    stream
+        .write_all(get_request("/v1/projects", Some(&token)).as_bytes())
+        .await
+        .unwrap();
+    let first = read_response(&mut stream, &mut buffer).await;
+    assert_eq!(first.status, 200, "{first:?}");
+    assert_ne!(first.header("connection"), Some("close"));
+    let first_body: Value = serde_json::from_slice(&first.body).unwrap();
+    assert_eq!(ids(&first_body), ["p002", "p001", "p000"]);
+
+    stream
+        .write_all(get_request("/v1/api_tokens", Some(&token)).as_bytes())
+        .await
+        .expect("the kept-alive connection takes a second request");
+    let second = read_response(&mut stream, &mut buffer).await;
+    assert_eq!(second.status, 200, "{second:?}");
+    let second_body: Value = serde_json::from_slice(&second.body).unwrap();
+    assert_eq!(second_body["data"].as_array().unwrap().len(), 1);
+    assert!(buffer.is_empty(), "stray bytes after the second response");
+}
+
+// ===== 2. Compression =====
+
+#[tokio::test]
+async fn large_listings_are_gzip_compressed_and_decode_to_the_same_json() {
+    let (app, token) = seeded_app(test_options(), 120).await;
+    let path = "/v1/projects?limit=100";
+    let plain = plain_client();
+
+    // Uncompressed: no Accept-Encoding, no Content-Encoding.
+    let response = plain
+        .get(app.url(path))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers().get("content-encoding"), None);
+    let raw = response.bytes().await.unwrap();
+    let uncompressed: Value = serde_json::from_slice(&raw).unwrap();
+    assert_eq!(ids(&uncompressed).len(), 100);
+    assert!(raw.len() > 10_000, "a large listing: {} bytes", raw.len());
+
+    // Asked for gzip: the raw bytes are a gzip stream, and smaller.
+    let response = plain
+        .get(app.url(path))
+        .bearer_auth(&token)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let vary = response
+        .headers()
+        .get_all("vary")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join(",");
+    assert!(vary.contains("accept-encoding"), "Vary: {vary}");
+    let gzipped = response.bytes().await.unwrap();
+    assert_eq!(&gzipped[..3], &[0x1f, 0x8b, 0x08], "a gzip stream");
+    assert!(
+        gzipped.len() < raw.len() / 2,
+        "{} vs {}",
+        gzipped.len(),
+        raw.len()
+    );
+
+    // Decoded (reqwest's gzip support sends Accept-Encoding: gzip and
+    // decodes): the same JSON as the uncompressed answer.
+    let decoded = app.get(path, &token).await;
+    assert_eq!(decoded.status(), 200);
+    let decoded: Value = serde_json::from_slice(&decoded.bytes().await.unwrap()).unwrap();
+    assert_eq!(decoded, uncompressed);
+}
+
+#[tokio::test]
+async fn brotli_and_zstd_are_honoured() {
+    let (app, token) = seeded_app(test_options(), 60).await;
+    let plain = plain_client();
+    let path = "/v1/projects?limit=60";
+    let raw_len = plain
+        .get(app.url(path))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .len();
+    for encoding in ["br", "zstd"] {
+        let response = plain
+            .get(app.url(path))
+            .bearer_auth(&token)
+            .header("accept-encoding", encoding)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{encoding}");
+        assert_eq!(response.headers()["content-encoding"], encoding);
+        let body = response.bytes().await.unwrap();
+        assert!(
+            body.len() < raw_len / 2,
+            "{encoding}: {} of {raw_len} bytes",
+            body.len()
+        );
+        if encoding == "zstd" {
+            assert_eq!(&body[..4], &[0x28, 0xb5, 0x2f, 0xfd], "a zstd frame");
+        }
+    }
+}
+
+#[tokio::test]
+async fn small_bodies_are_not_compressed() {
+    let (app, token) = seeded_app(test_options(), 1).await;
+    let plain = plain_client();
+    // An error body (401, no token) and a 400 are small.
+    for (path, token, status) in [
+        ("/v1/projects", None, 401),
+        ("/v1/projects?limit=0", Some(token.as_str()), 400),
+        ("/v1/nowhere", Some(token.as_str()), 404),
+    ] {
+        let mut request = plain
+            .get(app.url(path))
+            .header("accept-encoding", "gzip, br, zstd");
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), status, "{path}");
+        assert_eq!(response.headers().get("content-encoding"), None, "{path}");
+        let body: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+        assert_error_shape(&body);
+    }
+}
+
+// ===== 3. Slow clients =====
+
+#[tokio::test]
+async fn a_silent_connection_is_closed_after_the_header_read_timeout() {
+    let (app, _token) = seeded_app(slow_client_options(), 1).await;
+    let mut stream = connect(app.address).await;
+    let started = Instant::now();
+    let seen = read_until_closed(&mut stream, CLOSE_WITHIN)
+        .await
+        .expect("the silent connection is closed within 1.5s");
+    assert!(seen.is_empty(), "{:?}", String::from_utf8_lossy(&seen));
+    assert!(
+        started.elapsed() >= HEADER_TIMEOUT - Duration::from_millis(50),
+        "closed after {:?}, before the timeout",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_client_trickling_its_request_head_is_cut_off() {
+    let (app, token) = seeded_app(slow_client_options(), 1).await;
+    let stream = connect(app.address).await;
+    let (mut reader, mut writer) = stream.into_split();
+    let request = get_request("/v1/projects", Some(&token)).into_bytes();
+    let started = Instant::now();
+    let trickle = tokio::spawn(async move {
+        for byte in request {
+            if writer.write_all(&[byte]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let closed = loop {
+        match tokio::time::timeout_at(
+            tokio::time::Instant::from_std(started + CLOSE_WITHIN),
+            reader.read(&mut chunk),
+        )
+        .await
+        {
+            Err(_) => break false,
+            Ok(Ok(0)) | Ok(Err(_)) => break true,
+            Ok(Ok(read)) => seen.extend_from_slice(&chunk[..read]),
+        }
+    };
+    trickle.abort();
+    let seen = String::from_utf8_lossy(&seen);
+    assert!(
+        !seen.contains(" 200 "),
+        "the trickled request was served: {seen}"
+    );
+    assert!(
+        closed,
+        "still connected after {CLOSE_WITHIN:?}; got {seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_idle_kept_alive_connection_is_closed_after_the_timeout() {
+    let (app, token) = seeded_app(slow_client_options(), 1).await;
+    let mut stream = connect(app.address).await;
+    stream
+        .write_all(get_request("/v1/projects", Some(&token)).as_bytes())
+        .await
+        .unwrap();
+    let mut buffer = Vec::new();
+    let response = read_response(&mut stream, &mut buffer).await;
+    assert_eq!(response.status, 200);
+    let answered = Instant::now();
+    let seen = read_until_closed(&mut stream, CLOSE_WITHIN)
+        .await
+        .expect("the idle connection is closed within 1.5s");
+    assert!(seen.is_empty(), "{:?}", String::from_utf8_lossy(&seen));
+    assert!(
+        answered.elapsed() >= HEADER_TIMEOUT - Duration::from_millis(50),
+        "closed after {:?}",
+        answered.elapsed()
+    );
+}
+
+/// A client that sends a fragment (the start of an HTTP/2 preface, one
+/// byte) and then stalls is cut off like any slow request head.
+#[tokio::test]
+async fn a_client_stalling_inside_the_http2_preface_is_cut_off() {
+    let (app, _token) = seeded_app(slow_client_options(), 1).await;
+    for partial in [&b"PRI * HTTP/2.0\r\n"[..], b"P"] {
+        let mut stream = connect(app.address).await;
+        stream.write_all(partial).await.unwrap();
+        let closed = read_until_closed(&mut stream, CLOSE_WITHIN).await;
+        assert!(
+            closed.is_some(),
+            "{:?} then silence holds the connection open past {CLOSE_WITHIN:?}",
+            String::from_utf8_lossy(partial)
+        );
+    }
+}
+
+// ===== 4. Oversized requests =====
+
+#[tokio::test]
+async fn headers_over_16_kib_get_a_json_431() {
+    let (app, token) = seeded_app(test_options(), 1).await;
+    let filler = "x".repeat(9 * 1024);
+    let response = app
+        .client
+        .get(app.url("/v1/projects"))
+        .bearer_auth(&token)
+        .header("x-filler-one", &filler)
+        .header("x-filler-two", &filler)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(response).await;
+    assert_eq!(status, 431, "{body}");
+    assert_eq!(assert_error_shape(&body), "invalid_request_error");
+
+    // Just under the limit is served.
+    let response = app
+        .client
+        .get(app.url("/v1/projects"))
+        .bearer_auth(&token)
+        .header("x-filler-one", "x".repeat(15 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn a_uri_over_8_kib_gets_a_json_414() {
+    let (app, token) = seeded_app(test_options(), 1).await;
+    let path = format!("/v1/projects?start_key={}", "a".repeat(9 * 1024));
+    let (status, body) = app.get_json(&path, &token).await;
+    assert_eq!(status, 414, "{body}");
+    assert_eq!(assert_error_shape(&body), "invalid_request_error");
+    // Also without a token: the limit is checked first.
+    let response = app.client.get(app.url(&path)).send().await.unwrap();
+    assert_eq!(response.status(), 414);
+}
+
+#[tokio::test]
+async fn headers_over_64_kib_are_refused_and_the_server_goes_on() {
+    let (app, token) = seeded_app(test_options(), 1).await;
+    let mut stream = connect(app.address).await;
+    let mut request = format!(
+        "GET /v1/projects HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n"
+    );
+    for i in 0..8 {
+        request.push_str(&format!("x-filler-{i}: {}\r\n", "y".repeat(9 * 1024)));
+    }
+    request.push_str("\r\n");
+    assert!(request.len() > 70 * 1024);
+    // The server may close while we still write: that is an acceptable end.
+    let _ = stream.write_all(request.as_bytes()).await;
+    let seen = read_until_closed(&mut stream, IO_TIMEOUT)
+        .await
+        .expect("the connection is closed after an oversized head");
+    let seen = String::from_utf8_lossy(&seen);
+    assert!(
+        seen.is_empty() || seen.starts_with("HTTP/1.1 431"),
+        "expected a bare 431 or a closed connection, got {seen:?}"
+    );
+
+    let (status, body) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+// ===== 5. HEAD =====
+
+#[tokio::test]
+async fn head_on_each_listing_answers_the_get_headers_without_a_body() {
+    let (app, token) = seeded_app(test_options(), 3).await;
+    let plain = plain_client();
+    // Let the first use of the token reach the store, so that the token
+    // listing does not change between the GET and the HEAD.
+    let _ = app.get("/v1/api_tokens", &token).await;
+    tokio::time::sleep(FLUSH_INTERVAL * 3).await;
+    for path in [
+        "/v1/projects",
+        "/v1/api_tokens",
+        "/v1/projects/p000/proxy-settings",
+    ] {
+        let get = plain
+            .get(app.url(path))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(get.status(), 200, "{path}");
+        let get_headers = get.headers().clone();
+        let get_body = get.bytes().await.unwrap();
+        assert!(!get_body.is_empty());
+
+        let head = plain
+            .head(app.url(path))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(head.status(), 200, "{path}");
+        let head_headers = head.headers().clone();
+        assert!(
+            head.bytes().await.unwrap().is_empty(),
+            "{path}: HEAD has a body"
+        );
+        for name in ["content-type", "cache-control"] {
+            assert_eq!(
+                head_headers.get(name),
+                get_headers.get(name),
+                "{path}: {name}"
+            );
+        }
+        assert_eq!(head_headers["content-type"], "application/json");
+        if let Some(length) = head_headers.get("content-length") {
+            assert_eq!(
+                length.to_str().unwrap(),
+                get_body.len().to_string(),
+                "{path}: HEAD announces another length"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn head_announces_the_same_content_encoding_as_get() {
+    let (app, token) = seeded_app(test_options(), 40).await;
+    let plain = plain_client();
+    let path = "/v1/projects?limit=40";
+    let get = plain
+        .get(app.url(path))
+        .bearer_auth(&token)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    let head = plain
+        .head(app.url(path))
+        .bearer_auth(&token)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(get.headers()["content-encoding"], "gzip");
+    assert_eq!(
+        head.headers().get("content-encoding"),
+        get.headers().get("content-encoding")
+    );
+    assert!(head.bytes().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn head_without_a_token_is_401() {
+    let (app, _token) = seeded_app(test_options(), 1).await;
+    let plain = plain_client();
+    for path in [
+        "/v1/projects",
+        "/v1/api_tokens",
+        "/v1/projects/p000/proxy-settings",
+    ] {
+        let head = plain.head(app.url(path)).send().await.unwrap();
+        assert_eq!(head.status(), 401, "{path}");
+        assert_eq!(head.headers()["www-authenticate"], "Bearer", "{path}");
+        assert!(head.bytes().await.unwrap().is_empty(), "{path}");
+    }
+}
+
+// ===== 6. Graceful shutdown =====
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stop_lets_every_answered_request_finish() {
+    let mut options = test_options();
+    options.server.shutdown_grace = Duration::from_secs(2);
+    // Bounds the wait for spare pooled connections that never send a byte.
+    options.server.header_read_timeout = Duration::from_secs(1);
+    let (app, token) = seeded_app(options, 30).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let loops = hammer(app.url("/v1/projects?limit=30"), &token, 32, stop.clone());
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(4), app.stop())
+        .await
+        .expect("stop returns");
+    let took = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::Relaxed);
+    let tally = total(loops).await;
+
+    assert!(tally.ok > 0, "{tally:?}");
+    assert!(
+        tally.after_headers.is_empty(),
+        "requests failed after their headers: {:?}",
+        tally.after_headers
+    );
+    assert!(took < Duration::from_millis(2500), "stop took {took:?}");
+}
+
+/// A connection that never sent a byte has no request in flight: shutdown
+/// need not wait for it.
+#[tokio::test]
+async fn stop_does_not_wait_for_a_silent_connection() {
+    let mut options = test_options();
+    options.server.header_read_timeout = Duration::from_secs(2);
+    options.server.shutdown_grace = Duration::from_secs(4);
+    let (app, _token) = seeded_app(options, 1).await;
+    let mut silent = connect(app.address).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), app.stop())
+        .await
+        .expect("stop returns");
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(1000),
+        "stop waited {took:?} for a connection that never sent a byte"
+    );
+    assert!(read_until_closed(&mut silent, IO_TIMEOUT).await.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_binary_exits_cleanly_on_sigterm_while_requests_flow() {
+    let (_dir, path, secret) = seeded_database(30).await;
+    let mut binary = Binary::start(&path, &["--header-read-timeout", "2s"], "info");
+    let stop = Arc::new(AtomicBool::new(false));
+    let loops = hammer(
+        binary.url("/v1/projects?limit=30"),
+        &secret,
+        16,
+        stop.clone(),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (took, status, _stdout, stderr) = binary.stop_with("TERM").await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.store(true, Ordering::Relaxed);
+    let tally = total(loops).await;
+
+    assert!(status.success(), "exit {status:?}; stderr:\n{stderr}");
+    assert!(took < Duration::from_secs(3), "exit took {took:?}");
+    assert!(stderr.contains("shutting down"), "{stderr}");
+    assert!(stderr.contains("stopped"), "{stderr}");
+    assert!(tally.ok > 0, "{tally:?}");
+    assert!(
+        tally.after_headers.is_empty(),
+        "requests failed after their headers: {:?}",
+        tally.after_headers
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_exits_cleanly_on_sigterm_and_sigint() {
+    for signal in ["TERM", "INT"] {
+        let (_dir, path, secret) = seeded_database(1).await;
+        let mut binary = Binary::start(&path, &[], "info");
+        let response = reqwest::Client::new()
+            .get(binary.url("/v1/projects"))
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        drop(response);
+
+        let (took, status, _stdout, stderr) = binary.stop_with(signal).await;
+        assert!(
+            status.success(),
+            "SIG{signal}: exit {status:?}; stderr:\n{stderr}"
+        );
+        assert!(
+            took < Duration::from_secs(3),
+            "SIG{signal}: exit took {took:?}"
+        );
+        assert!(stderr.contains("shutting down"), "SIG{signal}: {stderr}");
+        assert!(stderr.contains("stopped"), "SIG{signal}: {stderr}");
+    }
+}
+
+/// The `serving` line is the operator's (and a supervisor's) sign of
+/// readiness; a SIGTERM after it must take the graceful path, not the
+/// default action of the signal. A shell sends the signal (its builtin
+/// `kill`) the moment it reads that line, twenty times over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_right_after_the_serving_line_is_handled_gracefully() {
+    const SCRIPT: &str = r#"
+        bin="$1"; db="$2"; fifo="$3"
+        for attempt in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+            rm -f "$fifo"; mkfifo "$fifo"
+            RUST_LOG=info "$bin" serve --database "sqlite://$db" --listen 127.0.0.1:0 \
+                >/dev/null 2>"$fifo" &
+            pid=$!
+            exec 3<"$fifo"
+            while IFS= read -r line <&3; do
+                case "$line" in *serving*) kill -TERM "$pid"; break;; esac
+            done
+            cat <&3 >/dev/null
+            exec 3<&-
+            wait "$pid"
+            echo "exit=$?"
+        done
+    "#;
+    let (dir, path, _secret) = seeded_database(1).await;
+    let mut shell = Command::new("sh")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_proxydeck"))
+        .arg(&path)
+        .arg(dir.path().join("stderr.fifo"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("sh starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while shell.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            let _ = shell.kill();
+            let _ = shell.wait();
+            panic!("the script did not finish");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut out = String::new();
+    shell
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let exits: Vec<&str> = out.lines().collect();
+    assert_eq!(exits.len(), 20, "{out}");
+    let killed = exits.iter().filter(|e| **e != "exit=0").count();
+    assert_eq!(
+        killed, 0,
+        "{killed} of 20 SIGTERMs right after `serving` were not handled: {exits:?}"
+    );
+}
+
+// ===== 7. last_used_at at shutdown =====
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_used_at_is_written_at_shutdown() {
+    let (_dir, path, secret) = seeded_database(1).await;
+    let mut binary = Binary::start(&path, &["--last-used-flush-interval", "1h"], "info");
+    // The flusher's first tick comes at once; let it pass, so that the next
+    // write can only be the one at shutdown.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let response = reqwest::Client::new()
+        .get(binary.url("/v1/projects"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    let tokens = |store: Arc<dyn proxydeck::store::Store>| async move {
+        store
+            .list_api_tokens(ApiTokensQuery {
+                user_id: "u1".into(),
+                name: None,
+                page: PageRequest {
+                    start_key: None,
+                    direction: Direction::Desc,
+                    limit: 100,
+                },
+            })
+            .await
+            .expect("the tokens list")
+            .items
+    };
+    let url = DatabaseUrl::Sqlite(path.clone());
+    let before = tokens(store::open(&url, &StoreOptions::default()).await.unwrap()).await;
+    assert_eq!(before.len(), 1);
+    assert!(
+        before[0].last_used_at.is_none(),
+        "written before shutdown, with a 1h flush interval"
+    );
+
+    let (_, status, _, stderr) = binary.stop_with("TERM").await;
+    assert!(status.success(), "{stderr}");
+    let after = tokens(store::open(&url, &StoreOptions::default()).await.unwrap()).await;
+    assert!(
+        after[0].last_used_at.is_some(),
+        "last_used_at was not written at shutdown: {:?}",
+        after[0]
+    );
+}
+
+// ===== 8. Secrets stay out of logs and bodies =====
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_never_reach_logs_or_bodies() {
+    let TestStore {
+        store,
+        path,
+        dir: _dir,
+    } = TestStore::new().await;
+    seed(store.as_ref(), fixture(2)).await.unwrap();
+    let (_, valid) = mint(store.as_ref(), "u1", "valid", None).await;
+    let (revoked_token, revoked) = mint(store.as_ref(), "u1", "revoked", None).await;
+    store.revoke_token(&revoked_token.id).await.unwrap();
+    drop(store);
+    // One character of the random part changed.
+    let mut mistyped = valid.clone().into_bytes();
+    mistyped[10] = if mistyped[10] == b'a' { b'b' } else { b'a' };
+    let mistyped = String::from_utf8(mistyped).unwrap();
+
+    let mut binary = Binary::start(&path, &[], "trace");
+    let client = plain_client();
+    let mut bodies = Vec::new();
+    let bearer = |secret: &str| Some(format!("Bearer {secret}"));
+    let requests = [
+        ("/v1/projects".to_owned(), bearer(&valid), 200),
+        ("/v1/api_tokens".to_owned(), bearer(&valid), 200),
+        (
+            "/v1/projects/p000/proxy-settings".to_owned(),
+            bearer(&valid),
+            200,
+        ),
+        ("/v1/projects".to_owned(), bearer(&revoked), 401),
+        ("/v1/projects".to_owned(), bearer(&mistyped), 401),
+        (
+            format!("/v1/projects?start_key={valid}"),
+            bearer(&valid),
+            400,
+        ),
+        (
+            format!("/v1/api_tokens?start_key={valid}"),
+            bearer(&valid),
+            400,
+        ),
+        (format!("/v1/projects?token={valid}"), bearer(&valid), 400),
+        (format!("/v1/projects?token={valid}"), None, 401),
+        (
+            "/v1/projects".to_owned(),
+            Some(format!("Basic {valid}")),
+            401,
+        ),
+    ];
+    for (path, authorization, expected) in requests {
+        let mut request = client.get(binary.url(&path));
+        if let Some(authorization) = authorization {
+            request = request.header("authorization", authorization);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let body = String::from_utf8_lossy(&response.bytes().await.unwrap()).into_owned();
+        assert_eq!(status, expected, "{path}: {body}");
+        bodies.push(body);
+    }
+    drop(client);
+    let (_, status, stdout, stderr) = binary.stop_with("TERM").await;
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("request"), "trace logging ran: {stderr}");
+    for secret in [&valid, &revoked, &mistyped] {
+        let middle = &secret[4..36];
+        for (place, text) in [("stderr", &stderr), ("stdout", &stdout)] {
+            assert!(
+                !text.contains(middle),
+                "a secret's random part is in {place}"
+            );
+        }
+        for body in &bodies {
+            assert!(
+                !body.contains(middle),
+                "a secret's random part is in a body: {body}"
+            );
+        }
+    }
+}
+
+/// decisions.md section 3: no error body holds any part of a secret token.
+/// A token pasted as the query string becomes an unknown parameter name.
+#[tokio::test]
+async fn a_secret_pasted_as_the_query_string_is_not_echoed() {
+    let (app, token) = seeded_app(test_options(), 1).await;
+    for query in [token.clone(), format!("{token}=1")] {
+        let (status, body) = app.get_json(&format!("/v1/projects?{query}"), &token).await;
+        assert_eq!(status, 400, "{body}");
+        assert_error_shape(&body);
+        assert!(
+            !body.to_string().contains(&token[4..36]),
+            "the secret is echoed: {body}"
+        );
+    }
+}
+
+// ===== 9. HTTP/2 with prior knowledge is not spoken =====
+
+/// The server speaks HTTP/1.1 only (src/http/server.rs says why): an h2c
+/// client gets an HTTP/1.1 refusal or a closed connection, never an
+/// HTTP/2 frame, and the server goes on serving.
+#[tokio::test]
+async fn http2_prior_knowledge_is_refused_cleanly() {
+    let (app, token) = seeded_app(slow_client_options(), 2).await;
+    let mut stream = connect(app.address).await;
+    stream
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    // An empty SETTINGS frame.
+    stream
+        .write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0])
+        .await
+        .unwrap();
+    let answer = read_until_closed(&mut stream, Duration::from_secs(2))
+        .await
+        .expect("the connection is closed");
+    assert!(
+        answer.is_empty() || answer.starts_with(b"HTTP/1.1 4") || answer.starts_with(b"HTTP/1.1 5"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    let (status, body) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(status, 200);
+    assert_eq!(ids(&body), ["p001", "p000"]);
+}
+
+// ===== 10. Many idle connections =====
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_idle_connections_do_not_block_service_and_are_closed() {
+    let (app, token) = seeded_app(slow_client_options(), 1).await;
+    let mut idle = Vec::with_capacity(500);
+    for _ in 0..500 {
+        idle.push(connect(app.address).await);
+    }
+    let opened = Instant::now();
+
+    let fresh = reqwest::Client::builder().no_proxy().build().unwrap();
+    let started = Instant::now();
+    let response = tokio::time::timeout(
+        Duration::from_secs(1),
+        fresh
+            .get(app.url("/v1/projects"))
+            .bearer_auth(&token)
+            .send(),
+    )
+    .await
+    .expect("answered within 1s despite 500 idle connections")
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(started.elapsed() < Duration::from_secs(1));
+
+    let mut checks = JoinSet::new();
+    for mut stream in idle {
+        checks.spawn(async move {
+            read_until_closed(&mut stream, HEADER_TIMEOUT + CLOSE_WITHIN)
+                .await
+                .is_some()
+        });
+    }
+    let mut still_open = 0;
+    while let Some(closed) = checks.join_next().await {
+        if !closed.unwrap() {
+            still_open += 1;
+        }
+    }
+    assert_eq!(still_open, 0, "idle connections left open");
+    assert!(opened.elapsed() < Duration::from_secs(3));
+}
