@@ -184,3 +184,23 @@ async fn store_outage_is_503_and_recovers() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(ids(&body), ["p1"]);
 }
+
+/// An unexpected fault (here a stored row that is no longer JSON) is a 500
+/// `api_error` that says nothing of its cause; other requests go on.
+#[tokio::test]
+async fn an_unexpected_fault_is_500_without_its_cause() {
+    let (app, token) = fixture().await;
+    rusqlite::Connection::open(&app.db_path)
+        .unwrap()
+        .execute("UPDATE projects SET body = '{not json' WHERE id = 'p1'", [])
+        .unwrap();
+    let (status, body) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(status, 500);
+    assert_eq!(assert_error_shape(&body), "api_error");
+    let text = body.to_string();
+    for leak in ["json", "JSON", "SQLite", "body", "column", "p1"] {
+        assert!(!text.contains(leak), "{leak} in {text}");
+    }
+    let (status, _) = app.get_json("/v1/api_tokens", &token).await;
+    assert_eq!(status, 200);
+}
