@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use proxydeck::domain::time::Timestamp;
-use proxydeck::store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -120,19 +119,10 @@ async fn unknown_and_mistyped_tokens_are_refused() {
 /// refused even while the store is unreachable.
 #[tokio::test]
 async fn a_mistyped_token_is_refused_without_asking_the_store() {
-    let app = TestApp::spawn_with(
-        test_options(),
-        StoreOptions {
-            timeout: Duration::from_millis(300),
-            ..StoreOptions::default()
-        },
-    )
-    .await;
+    let app = TestApp::spawn_impatient().await;
     app.seed(vec![org(1), user("u1", &[1])]).await;
     let token = app.token("u1").await;
-    let moved = app.db_path.with_extension("moved");
-    std::fs::rename(&app.db_path, &moved).unwrap();
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let moved = app.take_store_away().await;
 
     let (status, body) = app.get_json("/v1/projects", &token).await;
     assert_eq!(status, 503, "a real token needs the store: {body}");
@@ -142,7 +132,7 @@ async fn a_mistyped_token_is_refused_without_asking_the_store() {
         .get_json("/v1/projects", &String::from_utf8(mistyped).unwrap())
         .await;
     assert_eq!(status, 401, "{body}");
-    std::fs::rename(&moved, &app.db_path).unwrap();
+    app.bring_store_back(moved);
 }
 
 #[tokio::test]

@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use proxydeck::store::StoreOptions;
 use reqwest::Method;
 
 use crate::helpers::*;
@@ -143,23 +142,13 @@ async fn injection_attempts_are_refused_or_harmless() {
 /// nothing of the cause, and the service recovers by itself.
 #[tokio::test]
 async fn store_outage_is_503_and_recovers() {
-    let app = TestApp::spawn_with(
-        test_options(),
-        StoreOptions {
-            timeout: Duration::from_millis(300),
-            ..StoreOptions::default()
-        },
-    )
-    .await;
+    let app = TestApp::spawn_impatient().await;
     app.seed(vec![org(1), user("u1", &[1]), project("p1", 1, 0)])
         .await;
     let token = app.token("u1").await;
     assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
 
-    // The database file disappears (a volume unmounted, a restore under way).
-    let moved = app.db_path.with_extension("moved");
-    std::fs::rename(&app.db_path, &moved).unwrap();
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let moved = app.take_store_away().await;
     for path in LISTINGS {
         let started = std::time::Instant::now();
         let response = app.get(path, &token).await;
@@ -179,7 +168,7 @@ async fn store_outage_is_503_and_recovers() {
     }
 
     // The file is back: the service serves again without a restart.
-    std::fs::rename(&moved, &app.db_path).unwrap();
+    app.bring_store_back(moved);
     let (status, body) = app.get_json("/v1/projects", &token).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(ids(&body), ["p1"]);

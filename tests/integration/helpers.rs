@@ -137,6 +137,29 @@ impl TestApp {
         mint(self.store.as_ref(), user_id, name, expires_at).await
     }
 
+    /// A service whose store gives up after 300 ms: for outage tests.
+    pub async fn spawn_impatient() -> Self {
+        let store = StoreOptions {
+            timeout: Duration::from_millis(300),
+            ..StoreOptions::default()
+        };
+        Self::spawn_with(test_options(), store).await
+    }
+
+    /// Moves the database file away (a volume gone, a restore under way)
+    /// and waits until the service's connections have noticed (they check
+    /// at most once a second). Answers where the file went.
+    pub async fn take_store_away(&self) -> PathBuf {
+        let moved = self.db_path.with_extension("moved");
+        std::fs::rename(&self.db_path, &moved).expect("the database file moves");
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        moved
+    }
+
+    pub fn bring_store_back(&self, moved: PathBuf) {
+        std::fs::rename(moved, &self.db_path).expect("the database file comes back");
+    }
+
     /// Stops the server and waits until it has finished.
     pub async fn stop(mut self) {
         if let Some(shutdown) = self.shutdown.take() {
