@@ -1,18 +1,17 @@
-//! `proxydeck admin ...`: organizations, users, tokens, imports.
+//! `proxydeck admin ...`: organizations, users, tokens, projects, and
+//! moving data in and out.
 
-use std::io::BufReader;
-use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Subcommand;
 
-use super::Output;
 use super::duration::parse_duration;
+use super::{Output, table, transfer};
 use crate::domain::api_token::validate_name;
 use crate::domain::directory::{Organization, OrganizationTag, User, UserTag};
 use crate::domain::ids;
-use crate::domain::import::read_records;
 use crate::domain::time::Timestamp;
 use crate::store::{NewToken, Store};
 
@@ -47,18 +46,37 @@ pub enum AdminCommand {
         command: ProjectCommand,
     },
     /// Load an NDJSON file (organizations, users, projects, proxy settings):
-    /// all of it or nothing, upserting by id.
+    /// all of it or nothing, upserting by id. Shows progress on a terminal.
     #[command(
         after_help = "Example:\n  proxydeck admin import data.ndjson\n  gunzip -c data.ndjson.gz | proxydeck admin import -"
     )]
     Import {
         /// The file, or - for standard input.
         file: String,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Write the whole store, tokens excepted, as NDJSON that `import` reads
+    /// back: organizations, users, projects, proxy settings, each in
+    /// creation order, from one snapshot. Shows progress on a terminal.
+    #[command(
+        after_help = "Examples:\n  proxydeck admin export backup.ndjson\n  proxydeck admin export | gzip > backup.ndjson.gz\n\nA FILE is written whole or not at all (through a temporary file beside it).\nWhen exporting to stdout, the summary goes to stderr."
+    )]
+    Export {
+        /// The file to write; stdout when omitted or -.
+        file: Option<String>,
+        /// No progress bar and, when exporting to stdout, no summary.
+        #[arg(long, short)]
+        quiet: bool,
     },
 }
 
 #[derive(Subcommand, Debug)]
 pub enum OrgCommand {
+    /// List every organization, oldest first.
+    #[command(after_help = "Example:\n  proxydeck admin org list --json")]
+    List,
     /// Create an organization.
     #[command(after_help = "Example:\n  proxydeck admin org create --name \"Acme Corp\"")]
     Create {
@@ -72,6 +90,9 @@ pub enum OrgCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum UserCommand {
+    /// List every user with its organizations, oldest first.
+    #[command(after_help = "Example:\n  proxydeck admin user list")]
+    List,
     /// Create a user belonging to one or more organizations.
     #[command(
         after_help = "Example:\n  proxydeck admin user create --email ops@example.com --org 0190b7a4-9a6e-7c3e-8f00-1a2b3c4d5e6f"
@@ -90,6 +111,14 @@ pub enum UserCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum TokenCommand {
+    /// List a user's tokens, revoked ones included (never their secrets).
+    #[command(
+        after_help = "Example:\n  proxydeck admin token list --user 0190b7a4-9a6e-7c3e-8f00-1a2b3c4d5e6f"
+    )]
+    List {
+        #[arg(long = "user", value_name = "USER_ID")]
+        user_id: String,
+    },
     /// Create an API token; its secret is printed this once and never again.
     #[command(
         after_help = "Example:\n  proxydeck admin token create --user 0190b7a4-... --name ci --expires-in 90d --json"
@@ -123,8 +152,77 @@ pub enum ProjectCommand {
     },
 }
 
-pub async fn run(command: AdminCommand, store: &dyn Store, out: &Output) -> anyhow::Result<()> {
+pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> anyhow::Result<()> {
     match command {
+        AdminCommand::Org {
+            command: OrgCommand::List,
+        } => {
+            let organizations = store.list_organizations().await?;
+            out.print(&organizations, || {
+                table::render(
+                    &["ID", "NAME", "CREATED"],
+                    organizations
+                        .iter()
+                        .map(|o| vec![o.id.clone(), o.name.clone(), shown(o.created_at)]),
+                )
+            })
+        }
+        AdminCommand::User {
+            command: UserCommand::List,
+        } => {
+            let users = store.list_users().await?;
+            out.print(&users, || {
+                table::render(
+                    &["ID", "EMAIL", "ORGANIZATIONS", "CREATED"],
+                    users.iter().map(|u| {
+                        vec![
+                            u.id.clone(),
+                            u.email.clone(),
+                            u.organizations.join(","),
+                            shown(u.created_at),
+                        ]
+                    }),
+                )
+            })
+        }
+        AdminCommand::Token {
+            command: TokenCommand::List { user_id },
+        } => {
+            let tokens = store.list_user_tokens(&user_id).await?;
+            let now = Timestamp::now();
+            out.print(&tokens, || {
+                table::render(
+                    &[
+                        "ID",
+                        "NAME",
+                        "TOKEN",
+                        "STATUS",
+                        "LAST USED",
+                        "EXPIRES",
+                        "CREATED",
+                    ],
+                    tokens.iter().map(|record| {
+                        let t = &record.token;
+                        let status = if record.revoked_at.is_some() {
+                            "revoked"
+                        } else if t.expires_at.is_some_and(|e| e <= now) {
+                            "expired"
+                        } else {
+                            "active"
+                        };
+                        vec![
+                            t.id.clone(),
+                            t.name.clone(),
+                            t.token.clone(),
+                            status.into(),
+                            shown(t.last_used_at),
+                            shown(t.expires_at),
+                            t.created_at.to_string(),
+                        ]
+                    }),
+                )
+            })
+        }
         AdminCommand::Org {
             command: OrgCommand::Create { name, id },
         } => {
@@ -211,25 +309,14 @@ pub async fn run(command: AdminCommand, store: &dyn Store, out: &Output) -> anyh
                 || format!("deleted project {project_id}"),
             )
         }
-        AdminCommand::Import { file } => {
-            let records = if file == "-" {
-                read_records(BufReader::new(std::io::stdin()))
-            } else {
-                let path = PathBuf::from(&file);
-                let opened =
-                    std::fs::File::open(&path).with_context(|| format!("cannot open {file}"))?;
-                read_records(BufReader::with_capacity(1 << 16, opened))
-            };
-            let summary = match store.import(records).await {
-                Ok(summary) => summary,
-                Err(error) => bail!("import failed, nothing was written: {error}"),
-            };
-            out.print(&summary, || {
-                format!(
-                    "imported {} organizations, {} users, {} projects, {} proxy settings revisions",
-                    summary.organizations, summary.users, summary.projects, summary.proxy_settings
-                )
-            })
+        AdminCommand::Import { file, quiet } => {
+            transfer::import(store.as_ref(), &file, quiet, out).await
         }
+        AdminCommand::Export { file, quiet } => transfer::export(store, file, quiet, out).await,
     }
+}
+
+/// A timestamp for a table cell; `-` when there is none.
+fn shown(at: Option<Timestamp>) -> String {
+    at.map_or_else(|| "-".into(), |t| t.to_string())
 }

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use super::Output;
 use crate::app::{Service, ServiceOptions, shutdown_signal};
 use crate::domain::directory::{Organization, OrganizationTag, User, UserTag};
-use crate::domain::import::{ImportItem, ImportRecord};
+use crate::domain::import::{ImportBatch, ImportRecord};
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
@@ -33,15 +33,14 @@ pub async fn run(
     }
     let shutdown = shutdown_signal()?;
     let store = store::open(database, store_options).await?;
-    let (sender, receiver) = mpsc::channel::<ImportItem>(64);
-    let records = demo_records();
-    tokio::spawn(async move {
-        for (line, record) in records.into_iter().enumerate() {
-            if sender.send(Ok((line as u64 + 1, record))).await.is_err() {
-                return;
-            }
-        }
-    });
+    let (sender, receiver) = mpsc::channel::<ImportBatch>(1);
+    let batch = demo_records()
+        .into_iter()
+        .enumerate()
+        .map(|(line, record)| Ok((line as u64 + 1, record)))
+        .collect();
+    sender.send(batch).await?;
+    drop(sender);
     let summary = store.import(receiver).await.map_err(anyhow::Error::msg)?;
     let (token, secret) = NewToken::mint(DEMO_USER.into(), "demo".into(), None);
     store.create_token(token).await?;

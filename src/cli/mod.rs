@@ -2,8 +2,12 @@
 //! migrations, and administer organizations, users, tokens and imports.
 
 mod admin;
+mod client;
 mod demo;
 mod duration;
+mod progress;
+mod table;
+mod transfer;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,7 +19,7 @@ use crate::app::{Service, ServiceOptions, shutdown_signal};
 use crate::auth::AuthOptions;
 use crate::http::RequestLimits;
 use crate::http::server::ServerOptions;
-use crate::store::{self, DatabaseUrl, Store, StoreOptions};
+use crate::store::{self, DatabaseUrl, StoreOptions};
 use duration::parse_duration;
 
 #[derive(Parser, Debug)]
@@ -64,6 +68,22 @@ enum Command {
         after_help = "Example:\n  proxydeck migrate --database sqlite:///var/lib/proxydeck/data.db"
     )]
     Migrate,
+    /// List projects from a running proxydeck (the API's GET /v1/projects).
+    Projects {
+        #[command(subcommand)]
+        command: client::ProjectsCommand,
+    },
+    /// List your API tokens from a running proxydeck (GET /v1/api_tokens).
+    Tokens {
+        #[command(subcommand)]
+        command: client::TokensCommand,
+    },
+    /// List a project's proxy settings revisions from a running proxydeck.
+    #[command(name = "proxy-settings")]
+    ProxySettings {
+        #[command(subcommand)]
+        command: client::ProxySettingsCommand,
+    },
     /// Administer organizations, users, tokens and data.
     #[command(after_help = "Example:\n  proxydeck admin org create --name \"Acme Corp\" --json")]
     Admin {
@@ -150,13 +170,17 @@ pub fn main() -> ExitCode {
             let _ = error.print();
             return ExitCode::SUCCESS;
         }
-        // clap's usage errors run to several lines; the first one says it.
+        // clap's usage errors run to several lines: keep what says what is
+        // wrong, on one line.
         Err(error) => {
             let text = error.to_string();
-            eprintln!(
-                "{}",
-                text.lines().next().unwrap_or("error: invalid arguments")
-            );
+            let said: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more"))
+                .filter(|line| !line.is_empty())
+                .collect();
+            eprintln!("{}", said.join(" "));
             return ExitCode::from(2);
         }
     };
@@ -218,15 +242,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             })
         }
         Command::Admin { command } => {
-            let store: std::sync::Arc<dyn Store> = store::open(&database, &store_options).await?;
-            admin::run(command, store.as_ref(), &out).await
+            let store = store::open(&database, &store_options).await?;
+            admin::run(command, store, &out).await
+        }
+        Command::Projects { command } => {
+            client::run(client::Listing::Projects(command), &out).await
+        }
+        Command::Tokens { command } => client::run(client::Listing::Tokens(command), &out).await,
+        Command::ProxySettings { command } => {
+            client::run(client::Listing::ProxySettings(command), &out).await
         }
     }
 }
 
 /// Where results go: one JSON document with `--json`, human text otherwise.
 pub(crate) struct Output {
-    json: bool,
+    pub(crate) json: bool,
 }
 
 impl Output {

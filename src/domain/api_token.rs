@@ -31,6 +31,16 @@ pub struct ApiToken {
     pub token: String,
 }
 
+/// A token as the operator sees it: the api_token object, and when it was
+/// revoked (revoked tokens leave the API's listing, not the operator's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TokenRecord {
+    #[serde(flatten)]
+    pub token: ApiToken,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<Timestamp>,
+}
+
 pub fn validate_name(name: &str) -> Result<(), FieldError> {
     validate::text("name", name, MAX_NAME_CHARS)
 }

@@ -31,6 +31,13 @@ pub enum ImportRecord {
 /// line caused.
 pub type ImportItem = Result<(u64, ImportRecord), ImportError>;
 
+/// Items travel from the reader to the store in batches: one hand-off
+/// between threads per batch, not per line.
+pub type ImportBatch = Vec<ImportItem>;
+
+/// Lines per batch.
+const BATCH_LINES: usize = 256;
+
 /// Why an import stopped: the line, and where possible the field.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct ImportError {
@@ -69,14 +76,14 @@ impl fmt::Display for ImportError {
 
 /// Counts of records applied, by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ImportSummary {
+pub struct ObjectCounts {
     pub organizations: u64,
     pub users: u64,
     pub projects: u64,
     pub proxy_settings: u64,
 }
 
-impl ImportSummary {
+impl ObjectCounts {
     pub fn count(&mut self, record: &ImportRecord) {
         match record {
             ImportRecord::Organization(_) => self.organizations += 1,
@@ -165,16 +172,17 @@ fn plain_message(error: &serde_json::Error) -> String {
     }
 }
 
-/// Reads NDJSON from `reader` on a thread of its own and sends each checked
-/// record, or the first error, into the returned channel. Blank lines are
-/// skipped. Reading stops at the first error.
-pub fn read_records(reader: impl BufRead + Send + 'static) -> mpsc::Receiver<ImportItem> {
-    let (sender, receiver) = mpsc::channel(1024);
+/// Reads NDJSON from `reader` on a thread of its own and sends the checked
+/// records, or the first error, into the returned channel, in batches.
+/// Blank lines are skipped. Reading stops at the first error.
+pub fn read_records(reader: impl BufRead + Send + 'static) -> mpsc::Receiver<ImportBatch> {
+    let (sender, receiver) = mpsc::channel(8);
     std::thread::spawn(move || read_into(reader, &sender));
     receiver
 }
 
-fn read_into(mut reader: impl BufRead, sender: &mpsc::Sender<ImportItem>) {
+fn read_into(mut reader: impl BufRead, sender: &mpsc::Sender<ImportBatch>) {
+    let mut batch = Vec::with_capacity(BATCH_LINES);
     let mut buffer = Vec::with_capacity(4096);
     let mut line_number = 0u64;
     loop {
@@ -183,7 +191,7 @@ fn read_into(mut reader: impl BufRead, sender: &mpsc::Sender<ImportItem>) {
         let read = std::io::Read::take(&mut reader, MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut buffer);
         let item = match read {
-            Ok(0) => return,
+            Ok(0) => break,
             Err(e) => Err(ImportError::at(
                 line_number,
                 None,
@@ -203,9 +211,19 @@ fn read_into(mut reader: impl BufRead, sender: &mpsc::Sender<ImportItem>) {
             },
         };
         let stop = item.is_err();
-        if sender.blocking_send(item).is_err() || stop {
-            return;
+        batch.push(item);
+        if stop {
+            break;
         }
+        if batch.len() == BATCH_LINES {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_LINES));
+            if sender.blocking_send(full).is_err() {
+                return;
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = sender.blocking_send(batch);
     }
 }
 
@@ -281,10 +299,12 @@ mod tests {
             "{{\"object\":\"organization\",\"id\":\"{ORG}\",\"name\":\"A\"}}\n\n   \nbroken\n{{\"object\":\"organization\",\"id\":\"{ORG}\",\"name\":\"B\"}}\n"
         );
         let mut records = read_records(std::io::Cursor::new(input.into_bytes()));
-        let first = records.recv().await.unwrap().unwrap();
+        let mut batch = records.recv().await.unwrap().into_iter();
+        let first = batch.next().unwrap().unwrap();
         assert_eq!(first.0, 1);
-        let error = records.recv().await.unwrap().unwrap_err();
+        let error = batch.next().unwrap().unwrap_err();
         assert_eq!(error.line, 4);
+        assert!(batch.next().is_none());
         assert!(records.recv().await.is_none());
     }
 
@@ -292,7 +312,7 @@ mod tests {
     async fn overlong_lines_are_refused() {
         let input = format!("{}\n", "x".repeat(MAX_LINE_BYTES + 10));
         let mut records = read_records(std::io::Cursor::new(input.into_bytes()));
-        let error = records.recv().await.unwrap().unwrap_err();
+        let error = records.recv().await.unwrap().remove(0).unwrap_err();
         assert_eq!(error.line, 1);
         assert!(error.message.contains("longer than"));
     }

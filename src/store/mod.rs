@@ -14,10 +14,10 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use crate::domain::FieldError;
-use crate::domain::api_token::ApiToken;
+use crate::domain::api_token::{ApiToken, TokenRecord};
 use crate::domain::directory::{Organization, User};
 use crate::domain::ids;
-use crate::domain::import::{ImportError, ImportItem, ImportSummary};
+use crate::domain::import::{ImportBatch, ImportError, ObjectCounts};
 use crate::domain::pagination::{Page, PageRequest};
 use crate::domain::time::Timestamp;
 use crate::domain::token::{self, TokenDigest};
@@ -61,8 +61,22 @@ pub trait Store: Send + Sync + 'static {
     /// Applies import records in one transaction: all of them, or none.
     async fn import(
         &self,
-        records: mpsc::Receiver<ImportItem>,
-    ) -> Result<ImportSummary, ImportError>;
+        records: mpsc::Receiver<ImportBatch>,
+    ) -> Result<ObjectCounts, ImportError>;
+
+    /// How many objects of each kind an export would write now.
+    async fn count_objects(&self) -> Result<ObjectCounts, StoreError>;
+    /// Sends the whole store, tokens excepted, as lines of the import
+    /// format (without line breaks), from one snapshot: organizations,
+    /// users, projects, proxy settings, each in creation order. Stops early,
+    /// without error, when `lines` is closed.
+    async fn export(&self, lines: mpsc::Sender<String>) -> Result<ObjectCounts, StoreError>;
+    /// Every organization, in creation order.
+    async fn list_organizations(&self) -> Result<Vec<Organization>, StoreError>;
+    /// Every user with its organizations, in creation order.
+    async fn list_users(&self) -> Result<Vec<User>, StoreError>;
+    /// Every token of a user, revoked ones included, in creation order.
+    async fn list_user_tokens(&self, user_id: &str) -> Result<Vec<TokenRecord>, StoreError>;
 }
 
 /// How a store fails.

@@ -353,7 +353,7 @@ impl Server {
                     return Self {
                         child,
                         base: format!("http://127.0.0.1:{port}"),
-                        client: reqwest::Client::builder()
+                        client: crate::helpers::client_builder()
                             .no_proxy()
                             .build()
                             .expect("an HTTP client"),

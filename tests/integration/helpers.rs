@@ -9,7 +9,7 @@ use std::time::Duration;
 use proxydeck::app::{Service, ServiceOptions};
 use proxydeck::auth::AuthOptions;
 use proxydeck::domain::api_token::ApiToken;
-use proxydeck::domain::import::{ImportError, ImportItem, ImportSummary, parse_line};
+use proxydeck::domain::import::{ImportBatch, ImportError, ObjectCounts, parse_line};
 use proxydeck::domain::time::Timestamp;
 use proxydeck::store::{self, DatabaseUrl, NewToken, Store, StoreOptions};
 use reqwest::StatusCode;
@@ -22,6 +22,13 @@ use tokio::task::JoinHandle;
 pub const CACHE_TTL: Duration = Duration::from_millis(200);
 /// `last_used_at` flush period in tests.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A client builder for loopback tests: no proxy, and the TLS provider the
+/// crate's reqwest build expects installed.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().no_proxy()
+}
 
 pub fn test_options() -> ServiceOptions {
     ServiceOptions {
@@ -86,10 +93,7 @@ impl TestApp {
             address,
             store,
             db_path: path,
-            client: reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .expect("an HTTP client"),
+            client: client_builder().build().expect("an HTTP client"),
             shutdown: Some(shutdown),
             task: Some(task),
             _dir: dir,
@@ -117,7 +121,7 @@ impl TestApp {
     }
 
     /// Loads JSON objects through the import path.
-    pub async fn seed(&self, lines: Vec<Value>) -> ImportSummary {
+    pub async fn seed(&self, lines: Vec<Value>) -> ObjectCounts {
         seed(self.store.as_ref(), lines)
             .await
             .expect("the fixture imports")
@@ -194,15 +198,19 @@ pub async fn mint(
 }
 
 /// Imports `lines` (JSON objects in the NDJSON format) into `store`.
-pub async fn seed(store: &dyn Store, lines: Vec<Value>) -> Result<ImportSummary, ImportError> {
-    let (sender, receiver) = mpsc::channel::<ImportItem>(lines.len().max(1));
-    for (i, line) in lines.iter().enumerate() {
-        let number = i as u64 + 1;
-        let item = parse_line(&line.to_string())
-            .map(|record| (number, record))
-            .map_err(|e| ImportError::from_field(number, e));
-        sender.send(item).await.expect("the channel is open");
-    }
+pub async fn seed(store: &dyn Store, lines: Vec<Value>) -> Result<ObjectCounts, ImportError> {
+    let (sender, receiver) = mpsc::channel::<ImportBatch>(1);
+    let batch = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let number = i as u64 + 1;
+            parse_line(&line.to_string())
+                .map(|record| (number, record))
+                .map_err(|e| ImportError::from_field(number, e))
+        })
+        .collect();
+    sender.send(batch).await.expect("the channel is open");
     drop(sender);
     store.import(receiver).await
 }

@@ -60,7 +60,7 @@ fn slow_client_options() -> ServiceOptions {
 
 /// A client that neither asks for nor decodes compressed bodies.
 fn plain_client() -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::helpers::client_builder()
         .no_proxy()
         .no_gzip()
         .build()
@@ -349,7 +349,7 @@ struct Tally {
 
 /// `loops` concurrent request loops on GET `url` until `stop` is set.
 fn hammer(url: String, token: &str, loops: usize, stop: Arc<AtomicBool>) -> JoinSet<Tally> {
-    let client = reqwest::Client::builder()
+    let client = crate::helpers::client_builder()
         .no_proxy()
         .build()
         .expect("an HTTP client");
@@ -906,7 +906,9 @@ async fn the_binary_exits_cleanly_on_sigterm_and_sigint() {
     for signal in ["TERM", "INT"] {
         let (_dir, path, secret) = seeded_database(1).await;
         let mut binary = Binary::start(&path, &[], "info");
-        let response = reqwest::Client::new()
+        let response = crate::helpers::client_builder()
+            .build()
+            .unwrap()
             .get(binary.url("/v1/projects"))
             .bearer_auth(&secret)
             .send()
@@ -998,7 +1000,9 @@ async fn last_used_at_is_written_at_shutdown() {
     // The flusher's first tick comes at once; let it pass, so that the next
     // write can only be the one at shutdown.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let response = reqwest::Client::new()
+    let response = crate::helpers::client_builder()
+        .build()
+        .unwrap()
         .get(binary.url("/v1/projects"))
         .bearer_auth(&secret)
         .send()
@@ -1180,7 +1184,7 @@ async fn many_idle_connections_do_not_block_service_and_are_closed() {
     }
     let opened = Instant::now();
 
-    let fresh = reqwest::Client::builder().no_proxy().build().unwrap();
+    let fresh = crate::helpers::client_builder().no_proxy().build().unwrap();
     let started = Instant::now();
     let response = tokio::time::timeout(
         Duration::from_secs(1),

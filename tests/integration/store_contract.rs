@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proxydeck::domain::directory::{Organization, OrganizationTag, User, UserTag};
-use proxydeck::domain::import::{ImportItem, parse_line};
+use proxydeck::domain::import::{ImportBatch, parse_line};
 use proxydeck::domain::pagination::{Direction, PageRequest};
 use proxydeck::domain::time::Timestamp;
 use proxydeck::domain::token;
@@ -474,14 +474,14 @@ async fn reads_never_wait_on_a_writer(store: Arc<dyn Store>) {
     let mut lines = base();
     lines.push(project("old", 1, 0));
     seed(store.as_ref(), lines).await.unwrap();
-    let (sender, receiver) = mpsc::channel::<ImportItem>(4);
+    let (sender, receiver) = mpsc::channel::<ImportBatch>(4);
     let writer = {
         let store = store.clone();
         tokio::spawn(async move { store.import(receiver).await })
     };
     let line = project("new", 1, 1).to_string();
     sender
-        .send(Ok((1, parse_line(&line).unwrap())))
+        .send(vec![Ok((1, parse_line(&line).unwrap()))])
         .await
         .unwrap();
     // The import now holds the write transaction open, waiting for more lines.

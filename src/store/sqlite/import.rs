@@ -6,9 +6,10 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 use tokio::sync::mpsc;
 
 use super::admin::{missing_organization, replace_memberships};
+use super::to_json;
 use crate::domain::FieldError;
 use crate::domain::directory::{Organization, User};
-use crate::domain::import::{ImportError, ImportItem, ImportRecord, ImportSummary};
+use crate::domain::import::{ImportBatch, ImportError, ImportRecord, ObjectCounts};
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
@@ -35,8 +36,8 @@ impl From<StoreError> for Refusal {
 
 pub(super) fn apply(
     c: &mut Connection,
-    mut records: mpsc::Receiver<ImportItem>,
-) -> Result<ImportSummary, ImportError> {
+    mut records: mpsc::Receiver<ImportBatch>,
+) -> Result<ObjectCounts, ImportError> {
     let store_failed =
         |line: u64, error: StoreError| ImportError::at(line, None, error.to_string());
     let tx = c
@@ -49,23 +50,25 @@ pub(super) fn apply(
     )
     .map_err(|e| store_failed(0, e.into()))?;
     let now = Timestamp::now();
-    let mut summary = ImportSummary::default();
+    let mut summary = ObjectCounts::default();
     // Dropping `tx` on any early return rolls everything back.
-    while let Some(item) = records.blocking_recv() {
-        let (line, record) = item?;
-        summary.count(&record);
-        let applied = match record {
-            ImportRecord::Organization(organization) => {
-                upsert_organization(&tx, &organization, now)
+    while let Some(batch) = records.blocking_recv() {
+        for item in batch {
+            let (line, record) = item?;
+            summary.count(&record);
+            let applied = match record {
+                ImportRecord::Organization(organization) => {
+                    upsert_organization(&tx, &organization, now)
+                }
+                ImportRecord::User(user) => upsert_user(&tx, &user, now),
+                ImportRecord::Project(project) => upsert_project(&tx, *project, now),
+                ImportRecord::ProxySettings(settings) => upsert_proxy_settings(&tx, &settings),
+            };
+            match applied {
+                Ok(()) => {}
+                Err(Refusal::Rule(error)) => return Err(ImportError::from_field(line, error)),
+                Err(Refusal::Store(error)) => return Err(store_failed(line, error)),
             }
-            ImportRecord::User(user) => upsert_user(&tx, &user, now),
-            ImportRecord::Project(project) => upsert_project(&tx, *project, now),
-            ImportRecord::ProxySettings(settings) => upsert_proxy_settings(&tx, &settings),
-        };
-        match applied {
-            Ok(()) => {}
-            Err(Refusal::Rule(error)) => return Err(ImportError::from_field(line, error)),
-            Err(Refusal::Store(error)) => return Err(store_failed(line, error)),
         }
     }
     tx.commit().map_err(|e| store_failed(0, e.into()))?;
@@ -258,9 +261,4 @@ fn upsert_proxy_settings(tx: &Transaction<'_>, settings: &ProxySettings) -> Resu
         to_json(&listed)?
     ])?;
     Ok(())
-}
-
-fn to_json(value: &impl serde::Serialize) -> Result<String, Refusal> {
-    serde_json::to_string(value)
-        .map_err(|e| Refusal::Store(StoreError::Internal(format!("cannot write JSON: {e}"))))
 }

@@ -126,10 +126,8 @@ pub(super) fn api_tokens(
             }
         }
     };
-    let mut select = String::from(
-        "SELECT id, user_id, name, from_browser, last_used_at, expires_at, created_at, updated_at, hint
-         FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?",
-    );
+    let mut select =
+        format!("SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?");
     let mut args: Vec<&dyn ToSql> = vec![&query.user_id];
     if let Some(name) = &query.name {
         select.push_str(" AND name = ?");
@@ -143,20 +141,7 @@ pub(super) fn api_tokens(
     args.push(&fetch);
     let rows = tx
         .prepare_cached(&sql)?
-        .query_map(args.as_slice(), |row| {
-            Ok(ApiToken {
-                object: ApiTokenTag::Tag,
-                id: row.get(0)?,
-                user_id: row.get(1)?,
-                name: row.get(2)?,
-                from_browser: row.get(3)?,
-                last_used_at: timestamp_opt(row, 4)?,
-                expires_at: timestamp_opt(row, 5)?,
-                created_at: timestamp(row, 6)?,
-                updated_at: timestamp(row, 7)?,
-                token: row.get(8)?,
-            })
-        })?
+        .query_map(args.as_slice(), api_token)?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Page::from_overfetch(rows, page))
 }
@@ -217,6 +202,26 @@ pub(super) fn proxy_settings(
     Ok(Page::from_overfetch(rows, page))
 }
 
+/// The columns [`api_token`] reads, in its order.
+pub(super) const TOKEN_COLUMNS: &str =
+    "id, user_id, name, from_browser, last_used_at, expires_at, created_at, updated_at, hint";
+
+/// An api_token object from a row selected with [`TOKEN_COLUMNS`] first.
+pub(super) fn api_token(row: &Row<'_>) -> rusqlite::Result<ApiToken> {
+    Ok(ApiToken {
+        object: ApiTokenTag::Tag,
+        id: row.get(0)?,
+        user_id: row.get(1)?,
+        name: row.get(2)?,
+        from_browser: row.get(3)?,
+        last_used_at: timestamp_opt(row, 4)?,
+        expires_at: timestamp_opt(row, 5)?,
+        created_at: timestamp(row, 6)?,
+        updated_at: timestamp(row, 7)?,
+        token: row.get(8)?,
+    })
+}
+
 /// A revision's key as the listing gives it: its decimal digits, no sign,
 /// no leading zero.
 fn parse_revision(key: &str) -> Option<u32> {
@@ -245,12 +250,12 @@ fn keyset_select(select: &str, keys: &[&str], page: &PageRequest) -> String {
     sql
 }
 
-fn timestamp(row: &Row<'_>, index: usize) -> rusqlite::Result<Timestamp> {
+pub(super) fn timestamp(row: &Row<'_>, index: usize) -> rusqlite::Result<Timestamp> {
     let millis: i64 = row.get(index)?;
     Timestamp::from_millis(millis).ok_or_else(|| out_of_range(index, millis))
 }
 
-fn timestamp_opt(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Timestamp>> {
+pub(super) fn timestamp_opt(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Timestamp>> {
     let millis: Option<i64> = row.get(index)?;
     millis
         .map(|m| Timestamp::from_millis(m).ok_or_else(|| out_of_range(index, m)))

@@ -7,6 +7,7 @@
 //! prepared once per connection and cached.
 
 mod admin;
+mod export;
 mod import;
 mod listings;
 
@@ -21,9 +22,9 @@ use super::{
     ApiTokensQuery, NewToken, ProjectsQuery, ProxySettingsQuery, Store, StoreError, StoreOptions,
     StoredProject, StoredProxySettings, TokenGrant, TokenUse,
 };
-use crate::domain::api_token::ApiToken;
+use crate::domain::api_token::{ApiToken, TokenRecord};
 use crate::domain::directory::{Organization, User};
-use crate::domain::import::{ImportError, ImportItem, ImportSummary};
+use crate::domain::import::{ImportBatch, ImportError, ObjectCounts};
 use crate::domain::pagination::Page;
 use crate::domain::token::TokenDigest;
 
@@ -176,14 +177,41 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn count_objects(&self) -> Result<ObjectCounts, StoreError> {
+        self.read(export::count_objects).await
+    }
+
+    async fn export(&self, lines: mpsc::Sender<String>) -> Result<ObjectCounts, StoreError> {
+        self.read(move |c| export::export(c, &lines)).await
+    }
+
+    async fn list_organizations(&self) -> Result<Vec<Organization>, StoreError> {
+        self.read(export::organizations).await
+    }
+
+    async fn list_users(&self) -> Result<Vec<User>, StoreError> {
+        self.read(export::users).await
+    }
+
+    async fn list_user_tokens(&self, user_id: &str) -> Result<Vec<TokenRecord>, StoreError> {
+        let user_id = user_id.to_owned();
+        self.read(move |c| export::user_tokens(c, &user_id)).await
+    }
+
     async fn import(
         &self,
-        records: mpsc::Receiver<ImportItem>,
-    ) -> Result<ImportSummary, ImportError> {
+        records: mpsc::Receiver<ImportBatch>,
+    ) -> Result<ObjectCounts, ImportError> {
         self.write(move |c| Ok(import::apply(c, records)))
             .await
             .map_err(|e| ImportError::at(0, None, e.to_string()))?
     }
+}
+
+/// Serialises a value that is ours to write: failing is a fault.
+fn to_json(value: &impl serde::Serialize) -> Result<String, StoreError> {
+    serde_json::to_string(value)
+        .map_err(|e| StoreError::Internal(format!("cannot write JSON: {e}")))
 }
 
 /// Store errors from SQLite, in words that hold no SQL text.
