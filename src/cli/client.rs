@@ -29,7 +29,8 @@ pub struct Connection {
         long,
         env = "PROXYDECK_TOKEN",
         hide_env_values = true,
-        value_name = "TOKEN"
+        value_name = "TOKEN",
+        value_parser = clap::builder::NonEmptyStringValueParser::new()
     )]
     token: String,
 }
@@ -218,13 +219,15 @@ pub async fn run(listing: Listing, out: &Output) -> anyhow::Result<()> {
             connection,
         ),
     };
-    let format = paging
-        .output
-        .unwrap_or(if out.json || !std::io::stdout().is_terminal() {
-            Format::Json
-        } else {
-            Format::Table
-        });
+    let format = match (out.json, paging.output) {
+        (true, None | Some(Format::Json)) => Format::Json,
+        (true, Some(_)) => {
+            bail!("--json prints one JSON document: it cannot go with --output table or ndjson")
+        }
+        (false, Some(format)) => format,
+        (false, None) if std::io::stdout().is_terminal() => Format::Table,
+        (false, None) => Format::Json,
+    };
     let client = ApiClient::new(&connection)?;
     let limit = paging.limit.or(paging.all.then_some(MAX_LIMIT));
     let mut printer = Printer::new(format, kind);
@@ -241,7 +244,6 @@ pub async fn run(listing: Listing, out: &Output) -> anyhow::Result<()> {
             ("order_direction", word.to_owned())
         }));
         let page = client.get(&segments, &query).await?;
-        printer.items(&page.data)?;
         let next = match page.has_more {
             Some(more) => page.last_key.filter(|_| more),
             // Tokens: a full page may have more after its last item.
@@ -252,12 +254,13 @@ pub async fn run(listing: Listing, out: &Output) -> anyhow::Result<()> {
                 .and_then(|last| last["id"].as_str().map(str::to_owned)),
             None => None,
         };
+        printer.items(page.data)?;
         match next {
             Some(key) if paging.all => start_key = Some(key),
             Some(key) => {
                 printer.finish()?;
                 if format == Format::Table {
-                    eprintln!("more: --start-key {key} (or --all)");
+                    eprintln!("more may follow: --start-key {key} (or --all)");
                 }
                 return Ok(());
             }
@@ -322,13 +325,14 @@ impl ApiClient {
     }
 }
 
-/// Prints items as they arrive (JSON and NDJSON stream; a table waits for
-/// every row to align the columns).
+/// Prints the items. NDJSON streams each page as it arrives (the format
+/// for walks too long to hold); JSON and tables are printed whole at the
+/// end, so a walk that fails half-way leaves no broken document.
 struct Printer {
     format: Format,
     kind: Kind,
     rows: Vec<Vec<String>>,
-    printed: usize,
+    documents: Vec<Box<RawValue>>,
 }
 
 impl Printer {
@@ -337,26 +341,27 @@ impl Printer {
             format,
             kind,
             rows: Vec::new(),
-            printed: 0,
+            documents: Vec::new(),
         }
     }
 
-    fn items(&mut self, items: &[Box<RawValue>]) -> anyhow::Result<()> {
-        let mut stdout = std::io::stdout().lock();
-        for item in items {
-            match self.format {
-                Format::Table => self
-                    .rows
-                    .push(self.kind.row(&serde_json::from_str(item.get())?)),
-                Format::Ndjson => writeln!(stdout, "{}", item.get())?,
-                Format::Json => {
-                    let lead = if self.printed == 0 { "[\n" } else { ",\n" };
-                    write!(stdout, "{lead}{}", item.get())?;
+    fn items(&mut self, items: Vec<Box<RawValue>>) -> anyhow::Result<()> {
+        match self.format {
+            Format::Table => {
+                for item in &items {
+                    let object = serde_json::from_str(item.get())?;
+                    self.rows.push(self.kind.row(&object));
                 }
             }
-            self.printed += 1;
+            Format::Json => self.documents.extend(items),
+            Format::Ndjson => {
+                let mut stdout = std::io::stdout().lock();
+                for item in &items {
+                    writeln!(stdout, "{}", item.get())?;
+                }
+                stdout.flush()?;
+            }
         }
-        stdout.flush()?;
         Ok(())
     }
 
@@ -364,9 +369,13 @@ impl Printer {
         let mut stdout = std::io::stdout().lock();
         match self.format {
             Format::Table => writeln!(stdout, "{}", table::render(self.kind.headers(), self.rows))?,
+            // The objects as the server sent them, one per line.
+            Format::Json if self.documents.is_empty() => writeln!(stdout, "[]")?,
+            Format::Json => {
+                let lines: Vec<&str> = self.documents.iter().map(|d| d.get()).collect();
+                writeln!(stdout, "[\n{}\n]", lines.join(",\n"))?;
+            }
             Format::Ndjson => {}
-            Format::Json if self.printed == 0 => writeln!(stdout, "[]")?,
-            Format::Json => writeln!(stdout, "\n]")?,
         }
         stdout.flush()?;
         Ok(())

@@ -57,16 +57,7 @@ pub async fn export(
         None => Sink::Stdout,
         // Written beside the destination, renamed into place when complete:
         // a failed export never leaves a partial file under the real name.
-        Some(path) => {
-            let folder = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            Sink::File(
-                tempfile::NamedTempFile::new_in(folder)
-                    .with_context(|| format!("cannot create a file in {}", folder.display()))?,
-            )
-        }
+        Some(path) => Sink::File(temporary_beside(path)?),
     };
     let expected = store.count_objects().await?;
     let bar = progress::lines(
@@ -102,6 +93,27 @@ pub async fn export(
             Ok(())
         }
     }
+}
+
+/// A new file in `path`'s folder with the mode a file written there would
+/// get: the mode of the file it will replace, or the usual one (0666 less
+/// the umask), not a temporary file's private 0600.
+fn temporary_beside(path: &Path) -> anyhow::Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let replaced = std::fs::metadata(path).ok().map(|m| m.permissions());
+    let temporary = tempfile::Builder::new()
+        .prefix(".proxydeck-export")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(folder)
+        .with_context(|| format!("cannot create a file in {}", folder.display()))?;
+    if let Some(permissions) = replaced {
+        temporary.as_file().set_permissions(permissions)?;
+    }
+    Ok(temporary)
 }
 
 enum Sink {

@@ -2,6 +2,7 @@
 //! files. One binary, so they build once.
 #![recursion_limit = "256"]
 
+mod binary;
 mod helpers;
 
 mod api_tokens;
@@ -12,3 +13,5 @@ mod projects;
 mod proxy_settings;
 mod server;
 mod store_contract;
+mod terminal;
+mod transfer;

@@ -1,0 +1,489 @@
+//! Running the real `proxydeck` binary: as a child process to its end
+//! (`finish`), in a temporary folder on its own SQLite file (`Sandbox`),
+//! or as a `serve`/`demo` server answering over loopback HTTP (`Server`),
+//! killed when dropped.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::helpers::*;
+
+/// Longest any one command may run before the test gives up on it.
+pub(crate) const COMMAND_DEADLINE: Duration = Duration::from_secs(20);
+/// Longest a server may take to accept connections.
+pub(crate) const START_DEADLINE: Duration = Duration::from_secs(10);
+
+// ----- Running the binary -----
+
+/// What a finished command left behind.
+#[derive(Debug)]
+pub(crate) struct Out {
+    pub(crate) status: ExitStatus,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Out {
+    /// Asserts success and answers the single JSON document on stdout.
+    #[track_caller]
+    pub(crate) fn json(&self) -> Value {
+        assert!(self.status.success(), "the command failed: {self:#?}");
+        one_json_document(&self.stdout)
+    }
+
+    /// Asserts failure with exactly one line on stderr, starting with
+    /// `error:` and holding every one of `needles`; answers that line.
+    #[track_caller]
+    pub(crate) fn error(&self, needles: &[&str]) -> String {
+        assert!(!self.status.success(), "the command succeeded: {self:#?}");
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "not exactly one line on stderr: {self:#?}");
+        let line = lines[0];
+        assert!(line.starts_with("error:"), "{line}");
+        for needle in needles {
+            assert!(line.contains(needle), "{line:?} does not hold {needle:?}");
+        }
+        assert!(
+            self.stdout.trim().is_empty(),
+            "a failed command printed a result: {self:#?}"
+        );
+        line.to_owned()
+    }
+
+    /// Like [`Out::error`] for `serve` and `demo`, which log to stderr at
+    /// `info` from the start: the one error line comes last, after log
+    /// lines only.
+    #[track_caller]
+    pub(crate) fn error_after_logs(&self, needles: &[&str]) -> String {
+        assert!(!self.status.success(), "the command succeeded: {self:#?}");
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        let (last, logs) = lines.split_last().expect("something on stderr");
+        for log in logs {
+            let is_log = log.starts_with(|c: char| c.is_ascii_digit())
+                && [" INFO ", " WARN ", " DEBUG "]
+                    .iter()
+                    .any(|level| log.contains(level));
+            assert!(
+                is_log,
+                "a line that is neither a log nor the error: {self:#?}"
+            );
+        }
+        let error = Self {
+            status: self.status,
+            stdout: self.stdout.clone(),
+            stderr: format!("{last}\n"),
+        };
+        error.error(needles)
+    }
+}
+
+/// Exactly one JSON document, whitespace aside.
+#[track_caller]
+pub(crate) fn one_json_document(text: &str) -> Value {
+    let mut documents = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let first = documents
+        .next()
+        .unwrap_or_else(|| panic!("no JSON document on stdout: {text:?}"))
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {text:?}"));
+    assert!(
+        documents.next().is_none(),
+        "more than one JSON document on stdout: {text:?}"
+    );
+    first
+}
+
+/// The binary, run in `cwd`, with none of our own environment that could
+/// change what it does.
+pub(crate) fn proxydeck(cwd: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_proxydeck"));
+    command.current_dir(cwd);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("PROXYDECK_") {
+            command.env_remove(&key);
+        }
+    }
+    command.env_remove("RUST_LOG");
+    command
+}
+
+/// Runs `command` to its end (at most [`COMMAND_DEADLINE`]), feeding it
+/// `stdin`, and collects what it printed. A command may stop reading its
+/// input early (an import that fails on line N of a big input): the rest
+/// of `stdin` is then dropped.
+#[track_caller]
+pub(crate) fn finish(mut command: Command, stdin: Option<&str>) -> Out {
+    command
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("the binary starts");
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().expect("a stdin pipe");
+        if let Err(error) = pipe.write_all(input.as_bytes()) {
+            assert_eq!(
+                error.kind(),
+                std::io::ErrorKind::BrokenPipe,
+                "stdin takes the input"
+            );
+        }
+    }
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("a stdout pipe")));
+    let stderr = drain(Box::new(child.stderr.take().expect("a stderr pipe")));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the child can be waited on") {
+            break status;
+        }
+        if started.elapsed() > COMMAND_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{command:?} still ran after {COMMAND_DEADLINE:?}; stderr: {}",
+                stderr.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Out {
+        status,
+        stdout: stdout.join().expect("stdout is read"),
+        stderr: stderr.join().expect("stderr is read"),
+    }
+}
+
+/// A temporary folder holding one database file, `x.db`.
+pub(crate) struct Sandbox {
+    pub(crate) dir: TempDir,
+}
+
+impl Sandbox {
+    pub(crate) fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("a temporary folder"),
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub(crate) fn db_path(&self) -> PathBuf {
+        self.path().join("x.db")
+    }
+
+    pub(crate) fn db_url(&self) -> String {
+        format!("sqlite://{}", self.db_path().display())
+    }
+
+    /// The binary in this folder, on this folder's database.
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
+        let mut command = proxydeck(self.path());
+        command.args(args).arg("--database").arg(self.db_url());
+        command
+    }
+
+    #[track_caller]
+    pub(crate) fn run(&self, args: &[&str]) -> Out {
+        finish(self.command(args), None)
+    }
+
+    #[track_caller]
+    pub(crate) fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Out {
+        finish(self.command(args), Some(stdin))
+    }
+
+    /// Runs `args --json`, asserts success and answers the document.
+    #[track_caller]
+    pub(crate) fn json(&self, args: &[&str]) -> Value {
+        let mut with_json = args.to_vec();
+        with_json.push("--json");
+        self.run(&with_json).json()
+    }
+
+    /// Writes `lines` as an NDJSON file in this folder; answers its path.
+    pub(crate) fn ndjson(&self, name: &str, lines: &[String]) -> String {
+        let path = self.path().join(name);
+        let mut text = lines.join("\n");
+        text.push('\n');
+        std::fs::write(&path, text).expect("the file is written");
+        path.display().to_string()
+    }
+
+    /// `admin import` of `lines`, asserting success; answers the counts.
+    #[track_caller]
+    pub(crate) fn import(&self, lines: &[Value]) -> Value {
+        let lines: Vec<String> = lines.iter().map(Value::to_string).collect();
+        let file = self.ndjson("import.ndjson", &lines);
+        self.json(&["admin", "import", &file])
+    }
+
+    /// An organization, a user in it and a token of that user, all made
+    /// through the command line; answers the user id and the secret.
+    #[track_caller]
+    pub(crate) fn directory(&self, org: u32, user_id: &str) -> String {
+        let organization = org_id(org);
+        self.json(&[
+            "admin",
+            "org",
+            "create",
+            "--name",
+            &format!("Org {org}"),
+            "--id",
+            &organization,
+        ]);
+        self.json(&[
+            "admin",
+            "user",
+            "create",
+            "--email",
+            &format!("{user_id}@example.com"),
+            "--org",
+            &organization,
+            "--id",
+            user_id,
+        ]);
+        self.token(user_id, "cli")
+    }
+
+    /// A new token of `user_id` through the command line; answers the secret.
+    #[track_caller]
+    pub(crate) fn token(&self, user_id: &str, name: &str) -> String {
+        let token = self.json(&[
+            "admin", "token", "create", "--user", user_id, "--name", name,
+        ]);
+        token["token"].as_str().expect("a secret").to_owned()
+    }
+
+    /// `proxydeck serve` on this folder's database.
+    pub(crate) fn serve(&self, extra: &[&str]) -> Server {
+        Server::start(self.path(), |port| {
+            let listen = format!("127.0.0.1:{port}");
+            let mut args = vec!["serve", "--listen", &listen, "--token-cache-ttl", "200ms"];
+            args.extend_from_slice(extra);
+            self.command(&args)
+        })
+    }
+}
+
+/// A port that was free a moment ago.
+pub(crate) fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("an address")
+        .port()
+}
+
+pub(crate) fn accepts(port: u16) -> bool {
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    TcpStream::connect_timeout(&address, Duration::from_millis(100)).is_ok()
+}
+
+// ----- A server child process -----
+
+/// A running `serve` or `demo` process; killed when dropped.
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+    pub(crate) client: reqwest::Client,
+    /// The first lines of stdout, when it was captured.
+    pub(crate) stdout_lines: Option<mpsc::Receiver<String>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Starts the command `make(port)` builds, on a free port, until it
+    /// accepts connections; tries another port when one was taken meanwhile.
+    /// Its stderr goes to a log file in `dir`.
+    #[track_caller]
+    pub(crate) fn start(dir: &Path, make: impl Fn(u16) -> Command) -> Self {
+        Self::start_with(dir, false, make)
+    }
+
+    #[track_caller]
+    pub(crate) fn start_with(
+        dir: &Path,
+        capture_stdout: bool,
+        make: impl Fn(u16) -> Command,
+    ) -> Self {
+        // Built before any child starts: nothing after the spawn may panic
+        // before the child is owned by a guard that kills it.
+        let client = crate::helpers::client_builder()
+            .build()
+            .expect("an HTTP client");
+        let mut failures = Vec::new();
+        for attempt in 0..3 {
+            let port = free_port();
+            let log = dir.join(format!("server-{port}-{attempt}.log"));
+            let mut command = make(port);
+            command
+                .stdin(Stdio::null())
+                .stdout(if capture_stdout {
+                    Stdio::piped()
+                } else {
+                    Stdio::null()
+                })
+                .stderr(std::fs::File::create(&log).expect("a log file"));
+            let mut child = command.spawn().expect("the server starts");
+            let stdout_lines = child.stdout.take().map(|stdout| {
+                let (sender, receiver) = mpsc::channel();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(stdout).lines() {
+                        let Ok(line) = line else { return };
+                        if sender.send(line).is_err() {
+                            return;
+                        }
+                    }
+                });
+                receiver
+            });
+            let started = Instant::now();
+            loop {
+                if accepts(port) {
+                    return Self {
+                        child,
+                        base: format!("http://127.0.0.1:{port}"),
+                        client: client.clone(),
+                        stdout_lines,
+                    };
+                }
+                if let Some(status) = child.try_wait().expect("the child can be waited on") {
+                    let log = std::fs::read_to_string(&log).unwrap_or_default();
+                    failures.push(format!("{command:?} exited with {status}: {log}"));
+                    break;
+                }
+                if started.elapsed() > START_DEADLINE {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let log = std::fs::read_to_string(&log).unwrap_or_default();
+                    panic!("{command:?} did not listen within {START_DEADLINE:?}: {log}");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        panic!("the server would not start: {failures:#?}");
+    }
+
+    /// The next line the process printed on stdout.
+    #[track_caller]
+    pub(crate) fn stdout_line(&self) -> String {
+        self.stdout_lines
+            .as_ref()
+            .expect("stdout was captured")
+            .recv_timeout(START_DEADLINE)
+            .expect("a line on stdout")
+    }
+
+    pub(crate) async fn get_raw(&self, path: &str, token: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("the request is answered")
+    }
+
+    /// GET: the status and the body, checked to be JSON.
+    pub(crate) async fn get(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        json_of(self.get_raw(path, token).await).await
+    }
+
+    /// GET answering 200: the body's exact text.
+    pub(crate) async fn text(&self, path: &str, token: &str) -> String {
+        let response = self.get_raw(path, token).await;
+        let status = response.status();
+        let body = response.text().await.expect("a body");
+        assert_eq!(status, 200, "{path}: {body}");
+        body
+    }
+
+    /// Every project the token sees, oldest first, as listed.
+    pub(crate) async fn projects(&self, token: &str) -> Vec<Value> {
+        let mut all = Vec::new();
+        let mut path = "/v1/projects?limit=100&order_direction=ASC".to_owned();
+        loop {
+            let (status, body) = self.get(&path, token).await;
+            assert_eq!(status, 200, "{body}");
+            all.extend(body["data"].as_array().expect("data").iter().cloned());
+            if body["has_more"] != json!(true) {
+                return all;
+            }
+            let last = body["last_key"].as_str().expect("last_key");
+            path = format!("/v1/projects?limit=100&order_direction=ASC&start_key={last}");
+        }
+    }
+
+    /// The proxy settings revisions of a project, by revision.
+    pub(crate) async fn revisions(&self, project_id: &str, token: &str) -> Vec<Value> {
+        let path =
+            format!("/v1/projects/{project_id}/proxy-settings?limit=100&order_direction=ASC");
+        let (status, body) = self.get(&path, token).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["has_more"], json!(false), "{body}");
+        body["data"].as_array().expect("data").clone()
+    }
+
+    /// The caller's tokens, as listed.
+    pub(crate) async fn tokens(&self, token: &str) -> Vec<Value> {
+        let (status, body) = self.get("/v1/api_tokens?limit=100", token).await;
+        assert_eq!(status, 200, "{body}");
+        body["data"].as_array().expect("data").clone()
+    }
+}
+
+// ----- The store on disk -----
+
+/// Every row of every table of the SQLite file, as text, sorted: equal
+/// dumps mean nothing was written.
+pub(crate) fn dump(path: &Path) -> Vec<String> {
+    let connection = rusqlite::Connection::open(path).expect("the file opens");
+    let tables: Vec<String> = connection
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(!tables.is_empty(), "no tables in {}", path.display());
+    let mut rows = Vec::new();
+    for table in tables {
+        let mut statement = connection
+            .prepare(&format!("SELECT * FROM \"{table}\""))
+            .unwrap();
+        let columns = statement.column_count();
+        let mut result = statement.query([]).unwrap();
+        while let Some(row) = result.next().unwrap() {
+            let values: Vec<String> = (0..columns)
+                .map(|i| format!("{:?}", row.get_ref(i).unwrap()))
+                .collect();
+            rows.push(format!("{table}: {}", values.join(" | ")));
+        }
+    }
+    rows.sort();
+    rows
+}
