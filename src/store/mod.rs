@@ -2,6 +2,7 @@
 //! queries and results it speaks in, and [`open`], which picks the backend
 //! from the database URL.
 
+mod sql;
 mod sqlite;
 
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ use crate::domain::pagination::{Page, PageRequest};
 use crate::domain::time::Timestamp;
 use crate::domain::token::{self, TokenDigest};
 
-pub use sqlite::SqliteStore;
+pub use sql::SqlStore;
 
 /// Everything the service keeps, behind one interface. Methods that list
 /// return one page; methods that write are all-or-nothing.
@@ -254,9 +255,9 @@ impl DatabaseUrl {
 /// Opens the store `url` names, first applying the migrations it lacks.
 pub async fn open(url: &DatabaseUrl, options: &StoreOptions) -> anyhow::Result<Arc<dyn Store>> {
     match url {
-        DatabaseUrl::Sqlite(path) => Ok(Arc::new(
-            SqliteStore::open(path.clone(), options.clone()).await?,
-        )),
+        DatabaseUrl::Sqlite(path) => {
+            Ok(Arc::new(sqlite::open(path.clone(), options.clone()).await?))
+        }
         DatabaseUrl::Postgres(_) => anyhow::bail!(
             "the PostgreSQL store is not available in this build yet; use sqlite://PATH"
         ),

@@ -1,51 +1,39 @@
-//! The embedded store: one SQLite file in WAL mode, so reads never wait on
-//! a writer.
+//! The embedded store's driver: one SQLite file in WAL mode, so reads never
+//! wait on a writer.
 //!
-//! Reads run on a small pool of read-only connections, each call on
-//! tokio's blocking thread pool; writes go through a single writer
-//! connection (SQLite allows one writer at a time anyway). Statements are
-//! prepared once per connection and cached.
-
-mod admin;
-mod export;
-mod import;
-mod listings;
+//! Reads run on a small pool of read-only connections; writes go through a
+//! single writer connection (SQLite allows one writer at a time anyway).
+//! Statements are prepared once per connection and cached.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
+use anyhow::Context as _;
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
-use tokio::sync::mpsc;
 
-use super::{
-    ApiTokensQuery, NewToken, ProjectsQuery, ProxySettingsQuery, Store, StoreError, StoreOptions,
-    StoredProject, StoredProxySettings, TokenGrant, TokenUse,
-};
-use crate::domain::api_token::{ApiToken, TokenRecord};
-use crate::domain::directory::{Organization, User};
-use crate::domain::import::{ImportBatch, ImportError, ObjectCounts};
-use crate::domain::pagination::Page;
-use crate::domain::token::TokenDigest;
+use super::sql::{Db, Driver, Param, Row, SqlStore};
+use super::{StoreError, StoreOptions};
 
 mod embedded {
     refinery::embed_migrations!("migrations/sqlite");
 }
 
-pub struct SqliteStore {
+/// Opens (creating if needed) the database at `path` and applies the
+/// migrations it lacks.
+pub async fn open(path: PathBuf, options: StoreOptions) -> anyhow::Result<SqlStore<SqliteDriver>> {
+    let timeout = options.timeout;
+    let driver = tokio::task::spawn_blocking(move || SqliteDriver::open(&path, &options)).await??;
+    Ok(SqlStore::new(driver, timeout))
+}
+
+pub struct SqliteDriver {
     readers: r2d2::Pool<Connector>,
     writer: r2d2::Pool<Connector>,
 }
 
-impl SqliteStore {
-    /// Opens (creating if needed) the database at `path` and applies the
-    /// migrations it lacks.
-    pub async fn open(path: PathBuf, options: StoreOptions) -> anyhow::Result<Self> {
-        tokio::task::spawn_blocking(move || Self::open_blocking(&path, &options)).await?
-    }
-
-    fn open_blocking(path: &Path, options: &StoreOptions) -> anyhow::Result<Self> {
-        use anyhow::Context as _;
+impl SqliteDriver {
+    fn open(path: &Path, options: &StoreOptions) -> anyhow::Result<Self> {
         let shown = path.display();
         let mut setup = Connection::open(path)
             .with_context(|| format!("cannot open or create the database file {shown}"))?;
@@ -87,21 +75,17 @@ impl SqliteStore {
             writer: pool(Role::Writer, 1)?,
         })
     }
+}
 
-    async fn read<T: Send + 'static>(
-        &self,
-        job: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let pool = self.readers.clone();
-        run_blocking(move || job(&checkout(&pool)?.connection)).await
+impl Driver for SqliteDriver {
+    type Connection = r2d2::PooledConnection<Connector>;
+
+    fn reader(&self) -> Result<Self::Connection, StoreError> {
+        checkout(&self.readers)
     }
 
-    async fn write<T: Send + 'static>(
-        &self,
-        job: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let pool = self.writer.clone();
-        run_blocking(move || job(&mut checkout(&pool)?.connection)).await
+    fn writer(&self) -> Result<Self::Connection, StoreError> {
+        checkout(&self.writer)
     }
 }
 
@@ -110,108 +94,82 @@ fn checkout(pool: &r2d2::Pool<Connector>) -> Result<r2d2::PooledConnection<Conne
         .map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))
 }
 
-async fn run_blocking<T: Send + 'static>(
-    job: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, StoreError> {
-    tokio::task::spawn_blocking(job)
-        .await
-        .map_err(|_| StoreError::Internal("a store task panicked".into()))?
-}
-
-#[async_trait]
-impl Store for SqliteStore {
-    async fn ping(&self) -> Result<(), StoreError> {
-        self.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
-            .await
+impl Db for r2d2::PooledConnection<Connector> {
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut dyn FnMut(&dyn Row) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut statement = self.connection.prepare_cached(sql)?;
+        let mut rows = statement.query(rusqlite::params_from_iter(params))?;
+        while let Some(row) = rows.next()? {
+            if !each(&SqliteRow(row))? {
+                break;
+            }
+        }
+        Ok(())
     }
 
-    async fn find_token(&self, digest: TokenDigest) -> Result<Option<TokenGrant>, StoreError> {
-        self.read(move |c| listings::find_token(c, &digest)).await
+    fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
+        let changed = self
+            .connection
+            .prepare_cached(sql)?
+            .execute(rusqlite::params_from_iter(params))?;
+        Ok(changed as u64)
     }
 
-    async fn record_token_uses(&self, uses: Vec<TokenUse>) -> Result<(), StoreError> {
-        self.write(move |c| admin::record_token_uses(c, &uses))
-            .await
+    fn begin_read(&mut self) -> Result<(), StoreError> {
+        Ok(self.connection.execute_batch("BEGIN")?)
     }
 
-    async fn list_projects(&self, query: ProjectsQuery) -> Result<Page<StoredProject>, StoreError> {
-        self.read(move |c| listings::projects(c, &query)).await
+    fn begin_write(&mut self) -> Result<(), StoreError> {
+        // IMMEDIATE takes the write lock now, not at the first write, so a
+        // transaction never fails half-way for want of it.
+        Ok(self.connection.execute_batch("BEGIN IMMEDIATE")?)
     }
 
-    async fn list_api_tokens(&self, query: ApiTokensQuery) -> Result<Page<ApiToken>, StoreError> {
-        self.read(move |c| listings::api_tokens(c, &query)).await
+    fn commit(&mut self) -> Result<(), StoreError> {
+        Ok(self.connection.execute_batch("COMMIT")?)
     }
 
-    async fn list_proxy_settings(
-        &self,
-        query: ProxySettingsQuery,
-    ) -> Result<Page<StoredProxySettings>, StoreError> {
-        self.read(move |c| listings::proxy_settings(c, &query))
-            .await
-    }
-
-    async fn create_organization(
-        &self,
-        organization: Organization,
-    ) -> Result<Organization, StoreError> {
-        self.write(move |c| admin::create_organization(c, organization))
-            .await
-    }
-
-    async fn create_user(&self, user: User) -> Result<User, StoreError> {
-        self.write(move |c| admin::create_user(c, user)).await
-    }
-
-    async fn create_token(&self, token: NewToken) -> Result<ApiToken, StoreError> {
-        self.write(move |c| admin::create_token(c, token)).await
-    }
-
-    async fn revoke_token(&self, token_id: &str) -> Result<(), StoreError> {
-        let token_id = token_id.to_owned();
-        self.write(move |c| admin::revoke_token(c, &token_id)).await
-    }
-
-    async fn delete_project(&self, project_id: &str) -> Result<(), StoreError> {
-        let project_id = project_id.to_owned();
-        self.write(move |c| admin::delete_project(c, &project_id))
-            .await
-    }
-
-    async fn count_objects(&self) -> Result<ObjectCounts, StoreError> {
-        self.read(export::count_objects).await
-    }
-
-    async fn export(&self, lines: mpsc::Sender<String>) -> Result<ObjectCounts, StoreError> {
-        self.read(move |c| export::export(c, &lines)).await
-    }
-
-    async fn list_organizations(&self) -> Result<Vec<Organization>, StoreError> {
-        self.read(export::organizations).await
-    }
-
-    async fn list_users(&self) -> Result<Vec<User>, StoreError> {
-        self.read(export::users).await
-    }
-
-    async fn list_user_tokens(&self, user_id: &str) -> Result<Vec<TokenRecord>, StoreError> {
-        let user_id = user_id.to_owned();
-        self.read(move |c| export::user_tokens(c, &user_id)).await
-    }
-
-    async fn import(
-        &self,
-        records: mpsc::Receiver<ImportBatch>,
-    ) -> Result<ObjectCounts, ImportError> {
-        self.write(move |c| Ok(import::apply(c, records)))
-            .await
-            .map_err(|e| ImportError::at(0, None, e.to_string()))?
+    fn rollback(&mut self) -> Result<(), StoreError> {
+        Ok(self.connection.execute_batch("ROLLBACK")?)
     }
 }
 
-/// Serialises a value that is ours to write: failing is a fault.
-fn to_json(value: &impl serde::Serialize) -> Result<String, StoreError> {
-    serde_json::to_string(value)
-        .map_err(|e| StoreError::Internal(format!("cannot write JSON: {e}")))
+struct SqliteRow<'a>(&'a rusqlite::Row<'a>);
+
+impl Row for SqliteRow<'_> {
+    fn int(&self, column: usize) -> Result<i64, StoreError> {
+        Ok(self.0.get(column)?)
+    }
+
+    fn opt_int(&self, column: usize) -> Result<Option<i64>, StoreError> {
+        Ok(self.0.get(column)?)
+    }
+
+    fn text(&self, column: usize) -> Result<String, StoreError> {
+        Ok(self.0.get(column)?)
+    }
+
+    fn boolean(&self, column: usize) -> Result<bool, StoreError> {
+        Ok(self.0.get(column)?)
+    }
+}
+
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match *self {
+            Param::Int(value) | Param::OptInt(Some(value)) => {
+                ToSqlOutput::Owned(Value::Integer(value))
+            }
+            Param::OptInt(None) => ToSqlOutput::Owned(Value::Null),
+            Param::Text(text) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
+            Param::Bool(flag) => ToSqlOutput::Owned(Value::Integer(flag.into())),
+            Param::Bytes(bytes) => ToSqlOutput::Borrowed(ValueRef::Blob(bytes)),
+        })
+    }
 }
 
 /// Store errors from SQLite, in words that hold no SQL text.
@@ -226,6 +184,15 @@ impl From<rusqlite::Error> for StoreError {
                     message.as_deref().unwrap_or("no detail")
                 );
                 match failure.code {
+                    ErrorCode::ConstraintViolation
+                        if matches!(
+                            failure.extended_code,
+                            rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                                | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+                        ) =>
+                    {
+                        Self::Conflict(text)
+                    }
                     ErrorCode::DatabaseBusy
                     | ErrorCode::DatabaseLocked
                     | ErrorCode::CannotOpen
@@ -259,13 +226,13 @@ enum Role {
 /// the path is no longer the one they opened (moved away or deleted): the
 /// service then answers 503 instead of serving a file that is gone, and
 /// serves again once the file is back.
-struct Connector {
+pub struct Connector {
     path: PathBuf,
     role: Role,
     busy_timeout: Duration,
 }
 
-struct PooledSqlite {
+pub struct PooledSqlite {
     connection: Connection,
     file: FileIdentity,
     checked_at: Instant,
@@ -275,7 +242,7 @@ struct PooledSqlite {
 const FILE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
-enum ConnectError {
+pub enum ConnectError {
     #[error("{0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("the database file is gone: {0}")]

@@ -2,11 +2,10 @@
 //! a file is applied whole or not at all and importing it again changes
 //! nothing.
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use tokio::sync::mpsc;
 
 use super::admin::{missing_organization, replace_memberships};
-use super::to_json;
+use super::{Db, Param, exists, query_opt, to_json};
 use crate::domain::FieldError;
 use crate::domain::directory::{Organization, User};
 use crate::domain::import::{ImportBatch, ImportError, ImportRecord, ObjectCounts};
@@ -22,12 +21,6 @@ enum Refusal {
     Store(StoreError),
 }
 
-impl From<rusqlite::Error> for Refusal {
-    fn from(error: rusqlite::Error) -> Self {
-        Self::Store(error.into())
-    }
-}
-
 impl From<StoreError> for Refusal {
     fn from(error: StoreError) -> Self {
         Self::Store(error)
@@ -35,34 +28,54 @@ impl From<StoreError> for Refusal {
 }
 
 pub(super) fn apply(
-    c: &mut Connection,
+    db: &mut dyn Db,
+    records: mpsc::Receiver<ImportBatch>,
+) -> Result<ObjectCounts, ImportError> {
+    let store_failed =
+        |line: u64, error: StoreError| ImportError::at(line, None, error.to_string());
+    db.begin_write().map_err(|e| store_failed(0, e))?;
+    match apply_all(db, records) {
+        Ok(counts) => {
+            db.commit().map_err(|e| store_failed(0, e))?;
+            // Frees the scratch table; the next import makes it anew.
+            let _ = db.execute("DROP TABLE IF EXISTS import_prior", &[]);
+            Ok(counts)
+        }
+        Err(error) => {
+            let _ = db.rollback();
+            Err(error)
+        }
+    }
+}
+
+fn apply_all(
+    db: &mut dyn Db,
     mut records: mpsc::Receiver<ImportBatch>,
 ) -> Result<ObjectCounts, ImportError> {
     let store_failed =
         |line: u64, error: StoreError| ImportError::at(line, None, error.to_string());
-    let tx = c
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| store_failed(0, e.into()))?;
-    tx.execute_batch(
+    // Scratch space for the state of projects before this import (see
+    // `upsert_project`); temporary tables are seen only by this connection.
+    db.execute(
         "CREATE TEMP TABLE IF NOT EXISTS import_prior
-             (id TEXT PRIMARY KEY, updated_at INTEGER NOT NULL, content_hash INTEGER NOT NULL);
-         DELETE FROM temp.import_prior;",
+             (id TEXT PRIMARY KEY, updated_at BIGINT NOT NULL, content_hash BIGINT NOT NULL)",
+        &[],
     )
-    .map_err(|e| store_failed(0, e.into()))?;
+    .and_then(|_| db.execute("DELETE FROM import_prior", &[]))
+    .map_err(|e| store_failed(0, e))?;
     let now = Timestamp::now();
-    let mut summary = ObjectCounts::default();
-    // Dropping `tx` on any early return rolls everything back.
+    let mut counts = ObjectCounts::default();
     while let Some(batch) = records.blocking_recv() {
         for item in batch {
             let (line, record) = item?;
-            summary.count(&record);
+            counts.count(&record);
             let applied = match record {
                 ImportRecord::Organization(organization) => {
-                    upsert_organization(&tx, &organization, now)
+                    upsert_organization(db, &organization, now)
                 }
-                ImportRecord::User(user) => upsert_user(&tx, &user, now),
-                ImportRecord::Project(project) => upsert_project(&tx, *project, now),
-                ImportRecord::ProxySettings(settings) => upsert_proxy_settings(&tx, &settings),
+                ImportRecord::User(user) => upsert_user(db, &user, now),
+                ImportRecord::Project(project) => upsert_project(db, *project, now),
+                ImportRecord::ProxySettings(settings) => upsert_proxy_settings(db, &settings),
             };
             match applied {
                 Ok(()) => {}
@@ -71,47 +84,44 @@ pub(super) fn apply(
             }
         }
     }
-    tx.commit().map_err(|e| store_failed(0, e.into()))?;
-    // Frees the temporary table's pages; the next import makes it anew.
-    let _ = c.execute_batch("DROP TABLE IF EXISTS temp.import_prior");
-    Ok(summary)
+    Ok(counts)
 }
 
 fn upsert_organization(
-    tx: &Transaction<'_>,
+    db: &mut dyn Db,
     organization: &Organization,
     now: Timestamp,
 ) -> Result<(), Refusal> {
-    tx.prepare_cached(
-        "INSERT INTO organizations (id, name, created_at) VALUES (?1, ?2, COALESCE(?3, ?4))
+    db.execute(
+        "INSERT INTO organizations (id, name, created_at) VALUES (?1, ?2, COALESCE(CAST(?3 AS BIGINT), ?4))
          ON CONFLICT (id) DO UPDATE
-         SET name = excluded.name, created_at = COALESCE(?3, organizations.created_at)",
-    )?
-    .execute(params![
-        organization.id,
-        organization.name,
-        organization.created_at.map(Timestamp::as_millis),
-        now.as_millis()
-    ])?;
+         SET name = excluded.name, created_at = COALESCE(CAST(?3 AS BIGINT), organizations.created_at)",
+        &[
+            Param::Text(&organization.id),
+            Param::Text(&organization.name),
+            Param::OptInt(organization.created_at.map(Timestamp::as_millis)),
+            Param::Int(now.as_millis()),
+        ],
+    )?;
     Ok(())
 }
 
-fn upsert_user(tx: &Transaction<'_>, user: &User, now: Timestamp) -> Result<(), Refusal> {
-    if let Some(error) = missing_organization(tx, &user.organizations)? {
+fn upsert_user(db: &mut dyn Db, user: &User, now: Timestamp) -> Result<(), Refusal> {
+    if let Some(error) = missing_organization(db, &user.organizations)? {
         return Err(Refusal::Rule(error));
     }
-    tx.prepare_cached(
-        "INSERT INTO users (id, email, created_at) VALUES (?1, ?2, COALESCE(?3, ?4))
+    db.execute(
+        "INSERT INTO users (id, email, created_at) VALUES (?1, ?2, COALESCE(CAST(?3 AS BIGINT), ?4))
          ON CONFLICT (id) DO UPDATE
-         SET email = excluded.email, created_at = COALESCE(?3, users.created_at)",
-    )?
-    .execute(params![
-        user.id,
-        user.email,
-        user.created_at.map(Timestamp::as_millis),
-        now.as_millis()
-    ])?;
-    replace_memberships(tx, &user.id, &user.organizations)?;
+         SET email = excluded.email, created_at = COALESCE(CAST(?3 AS BIGINT), users.created_at)",
+        &[
+            Param::Text(&user.id),
+            Param::Text(&user.email),
+            Param::OptInt(user.created_at.map(Timestamp::as_millis)),
+            Param::Int(now.as_millis()),
+        ],
+    )?;
+    replace_memberships(db, &user.id, &user.organizations)?;
     Ok(())
 }
 
@@ -120,27 +130,25 @@ fn upsert_user(tx: &Transaction<'_>, user: &User, now: Timestamp) -> Result<(), 
 /// content ends up different from then, when it takes the time of import.
 /// Judging against the state before the import (not the previous line)
 /// keeps a re-import a no-op even when a file names a project twice.
-fn upsert_project(
-    tx: &Transaction<'_>,
-    mut project: Project,
-    now: Timestamp,
-) -> Result<(), Refusal> {
-    let organization_known = tx
-        .prepare_cached("SELECT 1 FROM organizations WHERE id = ?1")?
-        .exists([&project.organization_id])?;
+fn upsert_project(db: &mut dyn Db, mut project: Project, now: Timestamp) -> Result<(), Refusal> {
+    let organization_known = exists(
+        db,
+        "SELECT 1 FROM organizations WHERE id = ?1",
+        &[Param::Text(&project.organization_id)],
+    )?;
     if !organization_known {
         return Err(Refusal::Rule(FieldError::new(
             "organization_id",
             format!("no organization {} exists", project.organization_id),
         )));
     }
-    let stored: Option<(i64, i64, String)> = tx
-        .prepare_cached("SELECT created_at, updated_at, body FROM projects WHERE id = ?1")?
-        .query_row([&project.id], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-        })
-        .optional()?;
-    let before_import = state_before_import(tx, &project.id, stored.as_ref())?;
+    let stored = query_opt(
+        db,
+        "SELECT created_at, updated_at, body FROM projects WHERE id = ?1",
+        &[Param::Text(&project.id)],
+        |row| Ok((row.int(0)?, row.int(1)?, row.text(2)?)),
+    )?;
+    let before_import = state_before_import(db, &project.id, stored.as_ref())?;
     let stored_time = |millis| Timestamp::from_millis(millis).unwrap_or(now);
     if project.created_at.is_none() {
         project.created_at = Some(stored.as_ref().map_or(now, |s| stored_time(s.0)));
@@ -161,24 +169,21 @@ fn upsert_project(
             }
         }
     };
-    let (created_at, updated_at) = (
-        project.created_at.unwrap_or(now),
-        project.updated_at.unwrap_or(now),
-    );
-    tx.prepare_cached(
+    let millis = |at: Option<Timestamp>| at.unwrap_or(now).as_millis();
+    db.execute(
         "INSERT INTO projects (id, organization_id, created_at, updated_at, body)
          VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (id) DO UPDATE
          SET organization_id = excluded.organization_id, created_at = excluded.created_at,
              updated_at = excluded.updated_at, body = excluded.body, deleted_at = NULL",
-    )?
-    .execute(params![
-        project.id,
-        project.organization_id,
-        created_at.as_millis(),
-        updated_at.as_millis(),
-        body
-    ])?;
+        &[
+            Param::Text(&project.id),
+            Param::Text(&project.organization_id),
+            Param::Int(millis(project.created_at)),
+            Param::Int(millis(project.updated_at)),
+            Param::Text(&body),
+        ],
+    )?;
     Ok(())
 }
 
@@ -186,14 +191,16 @@ fn upsert_project(
 /// import, recorded the first time the import touches it. Kept in a
 /// temporary table, not in memory, so a million-line import stays small.
 fn state_before_import(
-    tx: &Transaction<'_>,
+    db: &mut dyn Db,
     project_id: &str,
     stored: Option<&(i64, i64, String)>,
 ) -> Result<Option<(i64, i64)>, Refusal> {
-    let recorded: Option<(i64, i64)> = tx
-        .prepare_cached("SELECT updated_at, content_hash FROM temp.import_prior WHERE id = ?1")?
-        .query_row([project_id], |row| Ok((row.get(0)?, row.get(1)?)))
-        .optional()?;
+    let recorded = query_opt(
+        db,
+        "SELECT updated_at, content_hash FROM import_prior WHERE id = ?1",
+        &[Param::Text(project_id)],
+        |row| Ok((row.int(0)?, row.int(1)?)),
+    )?;
     if recorded.is_some() {
         return Ok(recorded);
     }
@@ -201,10 +208,14 @@ fn state_before_import(
         return Ok(None);
     };
     let state = (*updated_at, hash(body));
-    tx.prepare_cached(
-        "INSERT INTO temp.import_prior (id, updated_at, content_hash) VALUES (?1, ?2, ?3)",
-    )?
-    .execute(params![project_id, state.0, state.1])?;
+    db.execute(
+        "INSERT INTO import_prior (id, updated_at, content_hash) VALUES (?1, ?2, ?3)",
+        &[
+            Param::Text(project_id),
+            Param::Int(state.0),
+            Param::Int(state.1),
+        ],
+    )?;
     Ok(Some(state))
 }
 
@@ -216,25 +227,27 @@ fn hash(body: &str) -> i64 {
     hasher.finish() as i64
 }
 
-fn upsert_proxy_settings(tx: &Transaction<'_>, settings: &ProxySettings) -> Result<(), Refusal> {
+fn upsert_proxy_settings(db: &mut dyn Db, settings: &ProxySettings) -> Result<(), Refusal> {
     let project_id = settings.project_id.as_deref().unwrap_or_default();
-    let project_known = tx
-        .prepare_cached("SELECT 1 FROM projects WHERE id = ?1 AND deleted_at IS NULL")?
-        .exists([project_id])?;
+    let project_known = exists(
+        db,
+        "SELECT 1 FROM projects WHERE id = ?1 AND deleted_at IS NULL",
+        &[Param::Text(project_id)],
+    )?;
     if !project_known {
         return Err(Refusal::Rule(FieldError::new(
             "project_id",
             format!("no project {project_id} exists"),
         )));
     }
+    let revision = i64::from(settings.revision);
     if settings.is_active {
-        let active: Option<u32> = tx
-            .prepare_cached(
-                "SELECT revision FROM proxy_settings
-                 WHERE project_id = ?1 AND is_active = 1 AND revision != ?2",
-            )?
-            .query_row(params![project_id, settings.revision], |row| row.get(0))
-            .optional()?;
+        let active = query_opt(
+            db,
+            "SELECT revision FROM proxy_settings WHERE project_id = ?1 AND is_active AND revision != ?2",
+            &[Param::Text(project_id), Param::Int(revision)],
+            |row| row.int(0),
+        )?;
         if let Some(active) = active {
             return Err(Refusal::Rule(FieldError::new(
                 "is_active",
@@ -249,16 +262,16 @@ fn upsert_proxy_settings(tx: &Transaction<'_>, settings: &ProxySettings) -> Resu
         project_id: None,
         ..settings.clone()
     };
-    tx.prepare_cached(
+    db.execute(
         "INSERT INTO proxy_settings (project_id, revision, is_active, body) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (project_id, revision) DO UPDATE
          SET is_active = excluded.is_active, body = excluded.body",
-    )?
-    .execute(params![
-        project_id,
-        settings.revision,
-        settings.is_active,
-        to_json(&listed)?
-    ])?;
+        &[
+            Param::Text(project_id),
+            Param::Int(revision),
+            Param::Bool(settings.is_active),
+            Param::Text(&to_json(&listed)?),
+        ],
+    )?;
     Ok(())
 }

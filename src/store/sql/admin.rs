@@ -1,0 +1,200 @@
+//! Writes of the operator's commands and of token use.
+
+use super::{Db, Param, exists, writing};
+use crate::domain::FieldError;
+use crate::domain::api_token::{ApiToken, ApiTokenTag};
+use crate::domain::directory::{Organization, User};
+use crate::domain::time::Timestamp;
+use crate::store::{NewToken, StoreError, TokenUse};
+
+pub(super) fn record_token_uses(db: &mut dyn Db, uses: &[TokenUse]) -> Result<(), StoreError> {
+    writing(db, |db| {
+        for used in uses {
+            // Never backwards: several instances may report the same token.
+            db.execute(
+                "UPDATE api_tokens SET last_used_at = ?2
+                 WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)",
+                &[
+                    Param::Text(&used.token_id),
+                    Param::Int(used.used_at.as_millis()),
+                ],
+            )?;
+        }
+        Ok(())
+    })
+}
+
+pub(super) fn create_organization(
+    db: &mut dyn Db,
+    mut organization: Organization,
+) -> Result<Organization, StoreError> {
+    let created_at = *organization.created_at.get_or_insert_with(Timestamp::now);
+    writing(db, |db| {
+        db.execute(
+            "INSERT INTO organizations (id, name, created_at) VALUES (?1, ?2, ?3)",
+            &[
+                Param::Text(&organization.id),
+                Param::Text(&organization.name),
+                Param::Int(created_at.as_millis()),
+            ],
+        )
+        .map_err(|e| {
+            conflict(e, || {
+                format!("organization {} already exists", organization.id)
+            })
+        })
+    })?;
+    Ok(organization)
+}
+
+pub(super) fn create_user(db: &mut dyn Db, mut user: User) -> Result<User, StoreError> {
+    let created_at = *user.created_at.get_or_insert_with(Timestamp::now);
+    writing(db, |db| {
+        if let Some(error) = missing_organization(db, &user.organizations)? {
+            return Err(StoreError::Invalid(error));
+        }
+        db.execute(
+            "INSERT INTO users (id, email, created_at) VALUES (?1, ?2, ?3)",
+            &[
+                Param::Text(&user.id),
+                Param::Text(&user.email),
+                Param::Int(created_at.as_millis()),
+            ],
+        )
+        .map_err(|e| conflict(e, || format!("user {} already exists", user.id)))?;
+        replace_memberships(db, &user.id, &user.organizations)
+    })?;
+    Ok(user)
+}
+
+/// The first of `organizations` that does not exist, as an error naming it.
+pub(super) fn missing_organization(
+    db: &mut dyn Db,
+    organizations: &[String],
+) -> Result<Option<FieldError>, StoreError> {
+    for (i, organization) in organizations.iter().enumerate() {
+        if !exists(
+            db,
+            "SELECT 1 FROM organizations WHERE id = ?1",
+            &[Param::Text(organization)],
+        )? {
+            return Ok(Some(FieldError::new(
+                format!("organizations[{i}]"),
+                format!("no organization {organization} exists"),
+            )));
+        }
+    }
+    Ok(None)
+}
+
+pub(super) fn replace_memberships(
+    db: &mut dyn Db,
+    user_id: &str,
+    organizations: &[String],
+) -> Result<(), StoreError> {
+    db.execute(
+        "DELETE FROM memberships WHERE user_id = ?1",
+        &[Param::Text(user_id)],
+    )?;
+    for organization in organizations {
+        db.execute(
+            "INSERT INTO memberships (user_id, organization_id) VALUES (?1, ?2)",
+            &[Param::Text(user_id), Param::Text(organization)],
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn create_token(db: &mut dyn Db, token: NewToken) -> Result<ApiToken, StoreError> {
+    writing(db, |db| {
+        if !exists(
+            db,
+            "SELECT 1 FROM users WHERE id = ?1",
+            &[Param::Text(&token.user_id)],
+        )? {
+            return Err(StoreError::NotFound {
+                kind: "user",
+                id: token.user_id.clone(),
+            });
+        }
+        db.execute(
+            "INSERT INTO api_tokens
+               (id, user_id, name, from_browser, digest, hint, created_at, updated_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
+            &[
+                Param::Text(&token.id),
+                Param::Text(&token.user_id),
+                Param::Text(&token.name),
+                Param::Bool(token.from_browser),
+                Param::Bytes(&token.digest.0),
+                Param::Text(&token.hint),
+                Param::Int(token.created_at.as_millis()),
+                Param::OptInt(token.expires_at.map(Timestamp::as_millis)),
+            ],
+        )
+        .map_err(|e| conflict(e, || format!("api token {} already exists", token.id)))
+    })?;
+    Ok(ApiToken {
+        object: ApiTokenTag::Tag,
+        id: token.id,
+        user_id: token.user_id,
+        name: token.name,
+        from_browser: token.from_browser,
+        last_used_at: None,
+        expires_at: token.expires_at,
+        created_at: token.created_at,
+        updated_at: token.created_at,
+        token: token.hint,
+    })
+}
+
+pub(super) fn revoke_token(db: &mut dyn Db, token_id: &str) -> Result<(), StoreError> {
+    let now = Timestamp::now().as_millis();
+    writing(db, |db| {
+        let changed = db.execute(
+            "UPDATE api_tokens SET revoked_at = ?2, updated_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+            &[Param::Text(token_id), Param::Int(now)],
+        )?;
+        if changed > 0
+            || exists(
+                db,
+                "SELECT 1 FROM api_tokens WHERE id = ?1",
+                &[Param::Text(token_id)],
+            )?
+        {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound {
+                kind: "api token",
+                id: token_id.to_owned(),
+            })
+        }
+    })
+}
+
+pub(super) fn delete_project(db: &mut dyn Db, project_id: &str) -> Result<(), StoreError> {
+    let now = Timestamp::now().as_millis();
+    writing(db, |db| {
+        let changed = db.execute(
+            "UPDATE projects SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL",
+            &[Param::Text(project_id), Param::Int(now)],
+        )?;
+        if changed > 0 {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound {
+                kind: "project",
+                id: project_id.to_owned(),
+            })
+        }
+    })
+}
+
+/// A uniqueness violation (which drivers report as `Conflict`) gets its
+/// proper message; anything else keeps its meaning.
+fn conflict(error: StoreError, message: impl FnOnce() -> String) -> StoreError {
+    match error {
+        StoreError::Conflict(_) => StoreError::Conflict(message()),
+        other => other,
+    }
+}

@@ -1,0 +1,191 @@
+//! The whole store, read in creation order: for `admin export` (streamed
+//! line by line from one snapshot) and the operator's listings.
+
+use std::collections::HashMap;
+
+use tokio::sync::mpsc;
+
+use super::listings::{TOKEN_COLUMNS, api_token, timestamp, timestamp_opt};
+use super::{Db, Param, exists, query_all, query_opt, reading, to_json};
+use crate::domain::api_token::TokenRecord;
+use crate::domain::directory::{Organization, OrganizationTag, User, UserTag};
+use crate::domain::import::ObjectCounts;
+use crate::domain::proxy_settings::ProxySettings;
+use crate::store::StoreError;
+
+pub(super) fn count_objects(db: &mut dyn Db) -> Result<ObjectCounts, StoreError> {
+    reading(db, |db| {
+        let mut count = |sql: &str| -> Result<u64, StoreError> {
+            let n = query_opt(db, sql, &[], |row| row.int(0))?.unwrap_or(0);
+            Ok(n as u64)
+        };
+        Ok(ObjectCounts {
+            organizations: count("SELECT count(*) FROM organizations")?,
+            users: count("SELECT count(*) FROM users")?,
+            projects: count("SELECT count(*) FROM projects WHERE deleted_at IS NULL")?,
+            proxy_settings: count(
+                "SELECT count(*) FROM proxy_settings s JOIN projects p ON p.id = s.project_id
+                 WHERE p.deleted_at IS NULL",
+            )?,
+        })
+    })
+}
+
+/// Sends each line into `lines`; stops early (without error) when the
+/// receiving side is gone.
+pub(super) fn export(
+    db: &mut dyn Db,
+    lines: &mpsc::Sender<String>,
+) -> Result<ObjectCounts, StoreError> {
+    // One read transaction: the export is one consistent snapshot.
+    reading(db, |db| {
+        let mut counts = ObjectCounts::default();
+        let send = |line: String| lines.blocking_send(line).is_ok();
+        let mut open = each_organization(db, &mut |organization| {
+            counts.organizations += 1;
+            Ok(send(to_json(&organization)?))
+        })?;
+        open = open
+            && each_user(db, &mut |user| {
+                counts.users += 1;
+                Ok(send(to_json(&user)?))
+            })?;
+        if open {
+            // Projects are stored as the exact JSON the listing (and so the
+            // export) shows.
+            db.query(
+                "SELECT body FROM projects WHERE deleted_at IS NULL ORDER BY created_at, id",
+                &[],
+                &mut |row| {
+                    counts.projects += 1;
+                    open = send(row.text(0)?);
+                    Ok(open)
+                },
+            )?;
+        }
+        if open {
+            db.query(
+                "SELECT s.project_id, s.body FROM projects p JOIN proxy_settings s ON s.project_id = p.id
+                 WHERE p.deleted_at IS NULL ORDER BY p.created_at, p.id, s.revision",
+                &[],
+                &mut |row| {
+                    let mut revision: ProxySettings = serde_json::from_str(&row.text(1)?).map_err(|e| {
+                        StoreError::Internal(format!("stored proxy settings are not valid: {e}"))
+                    })?;
+                    revision.project_id = Some(row.text(0)?);
+                    counts.proxy_settings += 1;
+                    Ok(send(to_json(&revision)?))
+                },
+            )?;
+        }
+        Ok(counts)
+    })
+}
+
+pub(super) fn organizations(db: &mut dyn Db) -> Result<Vec<Organization>, StoreError> {
+    let mut all = Vec::new();
+    each_organization(db, &mut |organization| {
+        all.push(organization);
+        Ok(true)
+    })?;
+    Ok(all)
+}
+
+pub(super) fn users(db: &mut dyn Db) -> Result<Vec<User>, StoreError> {
+    reading(db, |db| {
+        let mut all = Vec::new();
+        each_user(db, &mut |user| {
+            all.push(user);
+            Ok(true)
+        })?;
+        Ok(all)
+    })
+}
+
+pub(super) fn user_tokens(db: &mut dyn Db, user_id: &str) -> Result<Vec<TokenRecord>, StoreError> {
+    reading(db, |db| {
+        if !exists(
+            db,
+            "SELECT 1 FROM users WHERE id = ?1",
+            &[Param::Text(user_id)],
+        )? {
+            return Err(StoreError::NotFound {
+                kind: "user",
+                id: user_id.to_owned(),
+            });
+        }
+        let sql = format!(
+            "SELECT {TOKEN_COLUMNS}, revoked_at FROM api_tokens WHERE user_id = ?1 ORDER BY created_at, id"
+        );
+        query_all(db, &sql, &[Param::Text(user_id)], |row| {
+            Ok(TokenRecord {
+                token: api_token(row)?,
+                revoked_at: timestamp_opt(row, 9)?,
+            })
+        })
+    })
+}
+
+/// Calls `each` on every organization in creation order while it answers
+/// `Ok(true)`; answers whether it went to the end.
+fn each_organization(
+    db: &mut dyn Db,
+    each: &mut dyn FnMut(Organization) -> Result<bool, StoreError>,
+) -> Result<bool, StoreError> {
+    let mut complete = true;
+    db.query(
+        "SELECT id, name, created_at FROM organizations ORDER BY created_at, id",
+        &[],
+        &mut |row| {
+            complete = each(Organization {
+                object: OrganizationTag::Tag,
+                id: row.text(0)?,
+                name: row.text(1)?,
+                created_at: Some(timestamp(row, 2)?),
+            })?;
+            Ok(complete)
+        },
+    )?;
+    Ok(complete)
+}
+
+/// Like [`each_organization`], for users with their organizations (sorted).
+fn each_user(
+    db: &mut dyn Db,
+    each: &mut dyn FnMut(User) -> Result<bool, StoreError>,
+) -> Result<bool, StoreError> {
+    // Users and memberships are read whole before calling `each`: a driver
+    // cannot run a second statement while the first one streams rows.
+    let users = query_all(
+        db,
+        "SELECT id, email, created_at FROM users ORDER BY created_at, id",
+        &[],
+        |row| Ok((row.text(0)?, row.text(1)?, timestamp(row, 2)?)),
+    )?;
+    let mut memberships: HashMap<String, Vec<String>> = HashMap::new();
+    db.query(
+        "SELECT user_id, organization_id FROM memberships ORDER BY user_id, organization_id",
+        &[],
+        &mut |row| {
+            memberships
+                .entry(row.text(0)?)
+                .or_default()
+                .push(row.text(1)?);
+            Ok(true)
+        },
+    )?;
+    for (id, email, created_at) in users {
+        let organizations = memberships.remove(&id).unwrap_or_default();
+        let user = User {
+            object: UserTag::Tag,
+            id,
+            email,
+            organizations,
+            created_at: Some(created_at),
+        };
+        if !each(user)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

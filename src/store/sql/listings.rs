@@ -1,0 +1,337 @@
+//! Reads: the three listings and the token look-up. Every listing is a
+//! keyset range read on an index, so a page deep in a long list costs what
+//! the first page costs.
+
+use serde_json::value::RawValue;
+
+use super::{Db, Param, Row, exists, query_all, query_opt, reading};
+use crate::domain::api_token::{ApiToken, ApiTokenTag};
+use crate::domain::pagination::{Direction, Page, PageRequest, merge_ordered};
+use crate::domain::time::Timestamp;
+use crate::domain::token::TokenDigest;
+use crate::store::{
+    ApiTokensQuery, ProjectsQuery, ProxySettingsQuery, StoreError, StoredProject,
+    StoredProxySettings, TokenGrant,
+};
+
+pub(super) fn find_token(
+    db: &mut dyn Db,
+    digest: &TokenDigest,
+) -> Result<Option<TokenGrant>, StoreError> {
+    reading(db, |db| {
+        let token = query_opt(
+            db,
+            "SELECT id, user_id, expires_at, revoked_at IS NOT NULL, last_used_at
+             FROM api_tokens WHERE digest = ?1",
+            &[Param::Bytes(&digest.0)],
+            |row| {
+                Ok(TokenGrant {
+                    token_id: row.text(0)?,
+                    user_id: row.text(1)?,
+                    organizations: Vec::new(),
+                    expires_at: timestamp_opt(row, 2)?,
+                    revoked: row.boolean(3)?,
+                    last_used_at: timestamp_opt(row, 4)?,
+                })
+            },
+        )?;
+        let Some(mut token) = token else {
+            return Ok(None);
+        };
+        token.organizations = query_all(
+            db,
+            "SELECT organization_id FROM memberships WHERE user_id = ?1 ORDER BY organization_id",
+            &[Param::Text(&token.user_id)],
+            |row| row.text(0),
+        )?;
+        Ok(Some(token))
+    })
+}
+
+pub(super) fn projects(
+    db: &mut dyn Db,
+    query: &ProjectsQuery,
+) -> Result<Page<StoredProject>, StoreError> {
+    let page = &query.page;
+    // One read transaction: the start key and the rows come from one snapshot.
+    reading(db, |db| {
+        let after = match &page.start_key {
+            None => None,
+            Some(key) => {
+                let start = query_opt(
+                    db,
+                    "SELECT created_at, organization_id FROM projects WHERE id = ?1",
+                    &[Param::Text(key)],
+                    |row| Ok((row.int(0)?, row.text(1)?)),
+                )?;
+                match start {
+                    Some((created_at, organization))
+                        if query.organizations.contains(&organization) =>
+                    {
+                        Some((created_at, key.as_str()))
+                    }
+                    _ => return Err(StoreError::UnknownStartKey),
+                }
+            }
+        };
+        let sql = keyset_select(
+            "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_id = ?1",
+            1,
+            &["created_at", "id"],
+            page,
+        );
+        let fetch = page.fetch_count() as i64;
+        // One range read per organization, merged: each uses the index
+        // (organization_id, created_at, id) in order, with no sort.
+        let mut lists = Vec::with_capacity(query.organizations.len());
+        for organization in query.organizations.iter() {
+            let mut params = vec![Param::Text(organization)];
+            if let Some((created_at, id)) = after {
+                params.extend([Param::Int(created_at), Param::Text(id)]);
+            }
+            params.push(Param::Int(fetch));
+            lists.push(query_all(db, &sql, &params, |row| {
+                Ok(StoredProject {
+                    created_at: timestamp(row, 0)?,
+                    id: row.text(1)?,
+                    json: raw_json(row, 2)?,
+                })
+            })?);
+        }
+        let rows = merge_ordered(lists, page, |a, b| {
+            (a.created_at, &a.id).cmp(&(b.created_at, &b.id))
+        });
+        Ok(Page::from_overfetch(rows, page))
+    })
+}
+
+pub(super) fn api_tokens(
+    db: &mut dyn Db,
+    query: &ApiTokensQuery,
+) -> Result<Page<ApiToken>, StoreError> {
+    let page = &query.page;
+    reading(db, |db| {
+        let after = match &page.start_key {
+            None => None,
+            Some(key) => {
+                let start = query_opt(
+                    db,
+                    "SELECT created_at, name FROM api_tokens WHERE id = ?1 AND user_id = ?2",
+                    &[Param::Text(key), Param::Text(&query.user_id)],
+                    |row| Ok((row.int(0)?, row.text(1)?)),
+                )?;
+                match start {
+                    Some((created_at, name)) if query.name.as_ref().is_none_or(|n| *n == name) => {
+                        Some((created_at, key.as_str()))
+                    }
+                    _ => return Err(StoreError::UnknownStartKey),
+                }
+            }
+        };
+        let mut select = format!(
+            "SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1"
+        );
+        let mut params = vec![Param::Text(&query.user_id)];
+        if let Some(name) = &query.name {
+            select.push_str(" AND name = ?2");
+            params.push(Param::Text(name));
+        }
+        let sql = keyset_select(&select, params.len(), &["created_at", "id"], page);
+        if let Some((created_at, id)) = after {
+            params.extend([Param::Int(created_at), Param::Text(id)]);
+        }
+        params.push(Param::Int(page.fetch_count() as i64));
+        let rows = query_all(db, &sql, &params, api_token)?;
+        Ok(Page::from_overfetch(rows, page))
+    })
+}
+
+pub(super) fn proxy_settings(
+    db: &mut dyn Db,
+    query: &ProxySettingsQuery,
+) -> Result<Page<StoredProxySettings>, StoreError> {
+    let page = &query.page;
+    reading(db, |db| {
+        let organization = query_opt(
+            db,
+            "SELECT organization_id FROM projects WHERE id = ?1 AND deleted_at IS NULL",
+            &[Param::Text(&query.project_id)],
+            |row| row.text(0),
+        )?;
+        if !organization.is_some_and(|o| query.visible_to.contains(&o)) {
+            return Err(StoreError::NotFound {
+                kind: "project",
+                id: query.project_id.clone(),
+            });
+        }
+        let after = match &page.start_key {
+            None => None,
+            Some(key) => {
+                let revision = parse_revision(key).ok_or(StoreError::UnknownStartKey)?;
+                let known = exists(
+                    db,
+                    "SELECT 1 FROM proxy_settings WHERE project_id = ?1 AND revision = ?2",
+                    &[Param::Text(&query.project_id), Param::Int(revision.into())],
+                )?;
+                if !known {
+                    return Err(StoreError::UnknownStartKey);
+                }
+                Some(revision)
+            }
+        };
+        let sql = keyset_select(
+            "SELECT revision, body FROM proxy_settings WHERE project_id = ?1",
+            1,
+            &["revision"],
+            page,
+        );
+        let mut params = vec![Param::Text(&query.project_id)];
+        params.extend(after.map(|revision| Param::Int(revision.into())));
+        params.push(Param::Int(page.fetch_count() as i64));
+        let rows = query_all(db, &sql, &params, |row| {
+            Ok(StoredProxySettings {
+                revision: revision(row, 0)?,
+                json: raw_json(row, 1)?,
+            })
+        })?;
+        Ok(Page::from_overfetch(rows, page))
+    })
+}
+
+/// A revision's key as the listing gives it: its decimal digits, no sign,
+/// no leading zero.
+fn parse_revision(key: &str) -> Option<u32> {
+    let canonical =
+        !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) && !key.starts_with('0');
+    canonical.then(|| key.parse().ok()).flatten()
+}
+
+/// Appends to `select` (whose own placeholders are `?1` to `?{bound}`) the
+/// keyset condition when the page starts after a key, then the order and
+/// the limit. The caller binds, after its own arguments: the start item's
+/// keys (when `page.start_key` is set), then the number of rows to fetch.
+fn keyset_select(select: &str, bound: usize, keys: &[&str], page: &PageRequest) -> String {
+    let (comparison, order) = match page.direction {
+        Direction::Asc => (">", "ASC"),
+        Direction::Desc => ("<", "DESC"),
+    };
+    let mut next = bound;
+    let mut placeholder = || {
+        next += 1;
+        format!("?{next}")
+    };
+    let mut sql = String::from(select);
+    if page.start_key.is_some() {
+        let columns = keys.join(", ");
+        let values: Vec<String> = keys.iter().map(|_| placeholder()).collect();
+        sql.push_str(&format!(
+            " AND ({columns}) {comparison} ({})",
+            values.join(", ")
+        ));
+    }
+    let ordering: Vec<String> = keys.iter().map(|k| format!("{k} {order}")).collect();
+    sql.push_str(&format!(
+        " ORDER BY {} LIMIT {}",
+        ordering.join(", "),
+        placeholder()
+    ));
+    sql
+}
+
+/// The columns [`api_token`] reads, in its order.
+pub(super) const TOKEN_COLUMNS: &str =
+    "id, user_id, name, from_browser, last_used_at, expires_at, created_at, updated_at, hint";
+
+/// An api_token object from a row selected with [`TOKEN_COLUMNS`] first.
+pub(super) fn api_token(row: &dyn Row) -> Result<ApiToken, StoreError> {
+    Ok(ApiToken {
+        object: ApiTokenTag::Tag,
+        id: row.text(0)?,
+        user_id: row.text(1)?,
+        name: row.text(2)?,
+        from_browser: row.boolean(3)?,
+        last_used_at: timestamp_opt(row, 4)?,
+        expires_at: timestamp_opt(row, 5)?,
+        created_at: timestamp(row, 6)?,
+        updated_at: timestamp(row, 7)?,
+        token: row.text(8)?,
+    })
+}
+
+pub(super) fn timestamp(row: &dyn Row, column: usize) -> Result<Timestamp, StoreError> {
+    let millis = row.int(column)?;
+    Timestamp::from_millis(millis)
+        .ok_or_else(|| StoreError::Internal(format!("stored timestamp {millis} is out of range")))
+}
+
+pub(super) fn timestamp_opt(row: &dyn Row, column: usize) -> Result<Option<Timestamp>, StoreError> {
+    match row.opt_int(column)? {
+        None => Ok(None),
+        Some(_) => timestamp(row, column).map(Some),
+    }
+}
+
+fn revision(row: &dyn Row, column: usize) -> Result<u32, StoreError> {
+    let value = row.int(column)?;
+    u32::try_from(value)
+        .map_err(|_| StoreError::Internal(format!("stored revision {value} is out of range")))
+}
+
+/// Stored JSON, taken as it is: it was checked when it was written.
+fn raw_json(row: &dyn Row, column: usize) -> Result<Box<RawValue>, StoreError> {
+    RawValue::from_string(row.text(column)?)
+        .map_err(|e| StoreError::Internal(format!("stored JSON is not valid: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(direction: Direction, start: Option<&str>) -> PageRequest {
+        PageRequest {
+            start_key: start.map(String::from),
+            direction,
+            limit: 20,
+        }
+    }
+
+    #[test]
+    fn keyset_sql_shapes() {
+        assert_eq!(
+            keyset_select(
+                "SELECT x FROM t WHERE a = ?1",
+                1,
+                &["created_at", "id"],
+                &page(Direction::Desc, None)
+            ),
+            "SELECT x FROM t WHERE a = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2"
+        );
+        assert_eq!(
+            keyset_select(
+                "SELECT x FROM t WHERE a = ?1",
+                1,
+                &["created_at", "id"],
+                &page(Direction::Asc, Some("k"))
+            ),
+            "SELECT x FROM t WHERE a = ?1 AND (created_at, id) > (?2, ?3) ORDER BY created_at ASC, id ASC LIMIT ?4"
+        );
+        assert_eq!(
+            keyset_select(
+                "SELECT x FROM t WHERE a = ?1 AND b = ?2",
+                2,
+                &["revision"],
+                &page(Direction::Desc, Some("3"))
+            ),
+            "SELECT x FROM t WHERE a = ?1 AND b = ?2 AND (revision) < (?3) ORDER BY revision DESC LIMIT ?4"
+        );
+    }
+
+    #[test]
+    fn revision_keys_are_canonical_decimals() {
+        assert_eq!(parse_revision("1"), Some(1));
+        assert_eq!(parse_revision("4294967295"), Some(u32::MAX));
+        for bad in ["", "0", "01", "-1", "+1", "1.0", "4294967296", " 1"] {
+            assert_eq!(parse_revision(bad), None, "{bad}");
+        }
+    }
+}
