@@ -37,6 +37,11 @@ impl ApiError {
         }
     }
 
+    /// `start_key` never named an item of the list as the caller sees it.
+    pub fn unknown_start_key() -> Self {
+        Self::invalid("start_key", "does not name an item of this list")
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             Self::InvalidParameter { .. } => StatusCode::BAD_REQUEST,
@@ -141,9 +146,7 @@ impl From<AuthError> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::UnknownStartKey => {
-                Self::invalid("start_key", "does not name an item of this list")
-            }
+            StoreError::UnknownStartKey => Self::unknown_start_key(),
             // The id is not repeated: it is the caller's input, which may be
             // anything, a pasted secret included.
             StoreError::NotFound { kind, .. } => Self::NotFound(format!("no such {kind}")),

@@ -12,7 +12,7 @@ use super::caller::Caller;
 use super::error::ApiError;
 use super::query::QueryParams;
 use super::{AppState, json_response};
-use crate::domain::api_token::ApiToken;
+use crate::domain::api_token::{self, ApiToken};
 use crate::domain::ids;
 use crate::domain::pagination::{DEFAULT_LIMIT, DEFAULT_PROXY_SETTINGS_LIMIT, Direction};
 use crate::store::{ApiTokensQuery, ProjectsQuery, ProxySettingsQuery};
@@ -92,13 +92,18 @@ pub async fn api_tokens(
         &["name", "limit", "start_key", "order_direction"],
     )?;
     let page = params.page_request(DEFAULT_LIMIT)?;
+    let name = params.get("name");
+    // A name no token can have is refused, not looked up.
+    if let Some(Err(broken)) = name.map(api_token::validate_name) {
+        return Err(ApiError::invalid("name", broken.message));
+    }
     let (limit, direction) = (page.limit, page.direction);
     let start_key = page.start_key.clone();
     let result = app
         .store
         .list_api_tokens(ApiTokensQuery {
             user_id: caller.user_id.clone(),
-            name: params.get("name").map(str::to_owned),
+            name: name.map(str::to_owned),
             page,
         })
         .await?;

@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use crate::domain::ids;
 use crate::domain::pagination::{Direction, MAX_LIMIT, PageRequest};
 use crate::domain::token::TOKEN_PREFIX;
 
@@ -69,8 +70,14 @@ impl<'a> QueryParams<'a> {
             Some(text) => Direction::parse(text)
                 .ok_or_else(|| ApiError::invalid("order_direction", "must be ASC or DESC"))?,
         };
+        // Every key (an id, a revision number) has the id's shape: anything
+        // else never named an item, and is refused before any store look-up.
+        let start_key = self.get("start_key");
+        if start_key.is_some_and(|key| !ids::is_valid_id(key)) {
+            return Err(ApiError::unknown_start_key());
+        }
         Ok(PageRequest {
-            start_key: self.get("start_key").map(str::to_owned),
+            start_key: start_key.map(str::to_owned),
             direction,
             limit,
         })

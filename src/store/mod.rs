@@ -2,6 +2,7 @@
 //! queries and results it speaks in, and [`open`], which picks the backend
 //! from the database URL.
 
+mod postgres;
 mod sql;
 mod sqlite;
 
@@ -258,9 +259,9 @@ pub async fn open(url: &DatabaseUrl, options: &StoreOptions) -> anyhow::Result<A
         DatabaseUrl::Sqlite(path) => {
             Ok(Arc::new(sqlite::open(path.clone(), options.clone()).await?))
         }
-        DatabaseUrl::Postgres(_) => anyhow::bail!(
-            "the PostgreSQL store is not available in this build yet; use sqlite://PATH"
-        ),
+        DatabaseUrl::Postgres(url) => Ok(Arc::new(
+            postgres::open(url.clone(), options.clone()).await?,
+        )),
     }
 }
 

@@ -4,10 +4,11 @@
 use proxydeck::domain::time::Timestamp;
 use serde_json::json;
 
+use super::BACKEND;
 use crate::helpers::*;
 
 async fn fixture() -> TestApp {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn(BACKEND).await;
     app.seed(vec![org(1), user("u1", &[1]), user("u2", &[1])])
         .await;
     app
@@ -15,6 +16,7 @@ async fn fixture() -> TestApp {
 
 #[tokio::test]
 async fn body_echoes_the_request_and_has_no_envelope() {
+    require!(BACKEND);
     let app = fixture().await;
     let (_, secret) = app.token_with("u1", "ci", None).await;
     let (status, body) = app.get_json("/v1/api_tokens", &secret).await;
@@ -46,6 +48,7 @@ async fn body_echoes_the_request_and_has_no_envelope() {
 
 #[tokio::test]
 async fn token_objects_carry_the_hint_never_the_secret() {
+    require!(BACKEND);
     let app = fixture().await;
     let expiry = Timestamp::now().plus_seconds(3600).unwrap();
     let (created, secret) = app.token_with("u1", "deploy", Some(expiry)).await;
@@ -69,6 +72,7 @@ async fn token_objects_carry_the_hint_never_the_secret() {
 
 #[tokio::test]
 async fn optional_timestamps_are_omitted_never_null() {
+    require!(BACKEND);
     let app = fixture().await;
     app.token_with("u1", "never", None).await;
     let (_, lister) = app.token_with("u1", "lister", None).await;
@@ -81,6 +85,7 @@ async fn optional_timestamps_are_omitted_never_null() {
 
 #[tokio::test]
 async fn last_used_at_follows_use_without_a_write_per_request() {
+    require!(BACKEND);
     let app = fixture().await;
     let (_, secret) = app.token_with("u1", "busy", None).await;
     let before = Timestamp::now();
@@ -101,6 +106,7 @@ async fn last_used_at_follows_use_without_a_write_per_request() {
 
 #[tokio::test]
 async fn only_the_callers_own_unrevoked_tokens_are_listed() {
+    require!(BACKEND);
     let app = fixture().await;
     let (_, mine) = app.token_with("u1", "mine", None).await;
     let (revoked, _) = app.token_with("u1", "old", None).await;
@@ -136,6 +142,7 @@ async fn only_the_callers_own_unrevoked_tokens_are_listed() {
 
 #[tokio::test]
 async fn name_filter_matches_exactly() {
+    require!(BACKEND);
     let app = fixture().await;
     let (_, secret) = app.token_with("u1", "ci", None).await;
     for name in ["ci", "ci ", "CI", "deploy bot", "ci"] {
@@ -180,6 +187,7 @@ async fn name_filter_matches_exactly() {
 /// client of this body must; a revoked token's id still works as the key.
 #[tokio::test]
 async fn paging_by_last_id_in_both_directions() {
+    require!(BACKEND);
     let app = fixture().await;
     let (_, secret) = app.token_with("u1", "lister", None).await;
     for i in 0..24 {
@@ -221,6 +229,7 @@ async fn paging_by_last_id_in_both_directions() {
 
 #[tokio::test]
 async fn unknown_start_key_and_parameters_are_refused() {
+    require!(BACKEND);
     let app = fixture().await;
     let secret = app.token("u1").await;
     for (query, param) in [

@@ -1,5 +1,6 @@
 //! The test harness: the real service on a loopback port, on a real SQLite
-//! file in a fresh temporary folder, talked to over HTTP.
+//! file in a fresh temporary folder or a real PostgreSQL schema of its own,
+//! talked to over HTTP.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -42,45 +43,257 @@ pub fn test_options() -> ServiceOptions {
     }
 }
 
-/// A fresh SQLite store in its own temporary folder.
+/// The store backends the behavioural suite runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Ends the test early, after a loud line, when `$backend` cannot be
+/// reached here (see [`unavailable`]).
+macro_rules! require {
+    ($backend:expr) => {
+        if crate::helpers::unavailable($backend) {
+            return;
+        }
+    };
+}
+pub(crate) use require;
+
+/// True when `backend` cannot be reached here: the caller should end the
+/// test. PostgreSQL is found through `PROXYDECK_TEST_POSTGRES_URL`, else a
+/// throwaway cluster (`initdb`/`pg_ctl`); without either, the test is
+/// skipped with a loud line, or fails when `PROXYDECK_REQUIRE_POSTGRES` is
+/// set (CI sets it).
+pub fn unavailable(backend: Backend) -> bool {
+    let Backend::Postgres = backend else {
+        return false;
+    };
+    let Err(why) = postgres_base_url() else {
+        return false;
+    };
+    if std::env::var_os("PROXYDECK_REQUIRE_POSTGRES").is_some() {
+        panic!("PostgreSQL is required (PROXYDECK_REQUIRE_POSTGRES) but unavailable: {why}");
+    }
+    eprintln!(
+        "\n######## SKIPPED: no PostgreSQL for this test ({why}).\n######## Set PROXYDECK_TEST_POSTGRES_URL=postgres://user@host:port/db or install initdb/pg_ctl.\n"
+    );
+    true
+}
+
+/// The PostgreSQL server tests use, found once per test process.
+pub fn postgres_base_url() -> Result<&'static str, &'static str> {
+    static FOUND: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            if let Ok(url) = std::env::var("PROXYDECK_TEST_POSTGRES_URL") {
+                return Ok(url);
+            }
+            shared_cluster()
+        })
+        .as_deref()
+        .map_err(String::as_str)
+}
+
+/// A throwaway cluster for every test process of every run, made the first
+/// time and started when needed, under a lock file. It is left running for
+/// the next run; `pg_ctl -D target/tmp/postgres-cluster/data stop` stops it.
+fn shared_cluster() -> Result<String, String> {
+    use crate::postgres_cluster::Cluster;
+    const PORT: u16 = 54329;
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("postgres-cluster");
+    let lock = std::fs::File::create(dir.with_extension("lock")).map_err(|e| e.to_string())?;
+    lock.lock().map_err(|e| e.to_string())?;
+    let cluster = if Cluster::exists(&dir) {
+        Cluster::reuse(&dir, PORT)?
+    } else {
+        Cluster::create(&dir, PORT)?
+    };
+    Ok(cluster.url())
+}
+
+/// A schema of its own in the test PostgreSQL database, dropped with this
+/// guard: tests run in parallel and leave nothing behind.
+pub struct Schema {
+    base_url: String,
+    name: String,
+}
+
+impl Schema {
+    /// A new, empty schema.
+    pub fn create(base_url: &str) -> Self {
+        let name = format!("test_{}", uuid::Uuid::new_v4().simple());
+        postgres_admin(base_url, &format!("CREATE SCHEMA {name}"));
+        Self {
+            base_url: base_url.to_owned(),
+            name,
+        }
+    }
+
+    /// A database URL whose connections work in this schema.
+    pub fn url(&self) -> String {
+        let separator = if self.base_url.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        format!(
+            "{}{separator}options=-csearch_path%3D{}",
+            self.base_url, self.name
+        )
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        postgres_admin(
+            &self.base_url,
+            &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
+        );
+    }
+}
+
+/// Runs `sql` on a connection of its own (on a thread of its own: the
+/// blocking client may not run on an async thread).
+pub fn postgres_admin(url: &str, sql: &str) {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    std::thread::spawn(move || {
+        let mut client =
+            postgres::Client::connect(&url, postgres::NoTls).expect("PostgreSQL answers");
+        client.batch_execute(&sql).expect("the statement runs");
+    })
+    .join()
+    .expect("the admin thread ends");
+}
+
+/// The number `sql` (one row, one integer column) answers.
+pub fn postgres_count(url: &str, sql: &str) -> i64 {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    std::thread::spawn(move || {
+        let mut client =
+            postgres::Client::connect(&url, postgres::NoTls).expect("PostgreSQL answers");
+        client.query_one(&sql, &[]).expect("the query runs").get(0)
+    })
+    .join()
+    .expect("the admin thread ends")
+}
+
+/// A fresh store: a SQLite file in its own temporary folder, or a
+/// PostgreSQL schema of its own.
 pub struct TestStore {
     pub store: Arc<dyn Store>,
+    /// Where the data is: another store, process or command can open it.
+    pub url: DatabaseUrl,
+    /// The SQLite file (meaningless on PostgreSQL).
     pub path: PathBuf,
     pub dir: TempDir,
+    /// Kept for its `Drop`: the PostgreSQL schema goes with the store.
+    _schema: Option<Schema>,
 }
 
 impl TestStore {
-    pub async fn new() -> Self {
-        Self::with_options(StoreOptions::default()).await
+    pub async fn new(backend: Backend) -> Self {
+        Self::with_options(backend, StoreOptions::default()).await
     }
 
-    pub async fn with_options(options: StoreOptions) -> Self {
+    pub async fn with_options(backend: Backend, options: StoreOptions) -> Self {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let path = dir.path().join("proxydeck.db");
-        let store = store::open(&DatabaseUrl::Sqlite(path.clone()), &options)
-            .await
-            .expect("the store opens");
-        Self { store, path, dir }
+        let (url, schema) = match backend {
+            Backend::Sqlite => (DatabaseUrl::Sqlite(path.clone()), None),
+            Backend::Postgres => {
+                let base =
+                    postgres_base_url().expect("PostgreSQL is available (require! it first)");
+                let schema = Schema::create(base);
+                (DatabaseUrl::Postgres(schema.url()), Some(schema))
+            }
+        };
+        let store = store::open(&url, &options).await.expect("the store opens");
+        Self {
+            store,
+            url,
+            path,
+            dir,
+            _schema: schema,
+        }
+    }
+
+    /// A store on data that already exists somewhere (no clean-up).
+    pub async fn at(url: DatabaseUrl, options: StoreOptions) -> Self {
+        let store = store::open(&url, &options).await.expect("the store opens");
+        Self {
+            store,
+            url,
+            path: PathBuf::new(),
+            dir: tempfile::tempdir().expect("a temporary folder"),
+            _schema: None,
+        }
+    }
+
+    /// The URL as `--database` takes it.
+    pub fn database_arg(&self) -> String {
+        match &self.url {
+            DatabaseUrl::Sqlite(path) => format!("sqlite://{}", path.display()),
+            DatabaseUrl::Postgres(url) => url.clone(),
+        }
+    }
+
+    /// Runs raw SQL on the store's data, beside the service: to break
+    /// things on purpose.
+    pub fn execute(&self, sql: &str) {
+        match &self.url {
+            DatabaseUrl::Sqlite(path) => {
+                rusqlite::Connection::open(path)
+                    .expect("the file opens")
+                    .execute_batch(sql)
+                    .expect("the statement runs");
+            }
+            DatabaseUrl::Postgres(url) => postgres_admin(url, sql),
+        }
     }
 }
 
 pub struct TestApp {
     pub address: SocketAddr,
     pub store: Arc<dyn Store>,
-    pub db_path: PathBuf,
     pub client: reqwest::Client,
+    /// The data the service runs on (shared by its other instances).
+    pub data: Arc<TestStore>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
-    _dir: TempDir,
 }
 
 impl TestApp {
-    pub async fn spawn() -> Self {
-        Self::spawn_with(test_options(), StoreOptions::default()).await
+    pub async fn spawn(backend: Backend) -> Self {
+        Self::spawn_with(backend, test_options(), StoreOptions::default()).await
     }
 
-    pub async fn spawn_with(options: ServiceOptions, store_options: StoreOptions) -> Self {
-        let TestStore { store, path, dir } = TestStore::with_options(store_options).await;
+    pub async fn spawn_with(
+        backend: Backend,
+        options: ServiceOptions,
+        store_options: StoreOptions,
+    ) -> Self {
+        let data = Arc::new(TestStore::with_options(backend, store_options).await);
+        Self::serve(data.store.clone(), data, options).await
+    }
+
+    /// The service on `data`.
+    pub async fn on(data: TestStore) -> Self {
+        let data = Arc::new(data);
+        Self::serve(data.store.clone(), data, test_options()).await
+    }
+
+    /// Another instance of the service on the same data, with a store
+    /// connection of its own, as a second `proxydeck serve` would have.
+    pub async fn another_instance(&self) -> Self {
+        let store = store::open(&self.data.url, &StoreOptions::default())
+            .await
+            .expect("the store opens again");
+        Self::serve(store, self.data.clone(), test_options()).await
+    }
+
+    async fn serve(store: Arc<dyn Store>, data: Arc<TestStore>, options: ServiceOptions) -> Self {
         let service = Service::bind(store.clone(), options)
             .await
             .expect("the service binds");
@@ -92,12 +305,16 @@ impl TestApp {
         Self {
             address,
             store,
-            db_path: path,
             client: client_builder().build().expect("an HTTP client"),
+            data,
             shutdown: Some(shutdown),
             task: Some(task),
-            _dir: dir,
         }
+    }
+
+    /// The SQLite file of the service.
+    pub fn db_path(&self) -> &std::path::Path {
+        &self.data.path
     }
 
     pub fn url(&self, path_and_query: &str) -> String {
@@ -141,27 +358,28 @@ impl TestApp {
         mint(self.store.as_ref(), user_id, name, expires_at).await
     }
 
-    /// A service whose store gives up after 300 ms: for outage tests.
+    /// A SQLite service whose store gives up after 300 ms: for outage
+    /// tests.
     pub async fn spawn_impatient() -> Self {
         let store = StoreOptions {
             timeout: Duration::from_millis(300),
             ..StoreOptions::default()
         };
-        Self::spawn_with(test_options(), store).await
+        Self::spawn_with(Backend::Sqlite, test_options(), store).await
     }
 
-    /// Moves the database file away (a volume gone, a restore under way)
-    /// and waits until the service's connections have noticed (they check
-    /// at most once a second). Answers where the file went.
+    /// Moves the SQLite file away (a volume gone, a restore under way) and
+    /// waits until the service's connections have noticed (they check at
+    /// most once a second). Answers where the file went.
     pub async fn take_store_away(&self) -> PathBuf {
-        let moved = self.db_path.with_extension("moved");
-        std::fs::rename(&self.db_path, &moved).expect("the database file moves");
+        let moved = self.db_path().with_extension("moved");
+        std::fs::rename(self.db_path(), &moved).expect("the database file moves");
         tokio::time::sleep(Duration::from_millis(1100)).await;
         moved
     }
 
     pub fn bring_store_back(&self, moved: PathBuf) {
-        std::fs::rename(moved, &self.db_path).expect("the database file comes back");
+        std::fs::rename(moved, self.db_path()).expect("the database file comes back");
     }
 
     /// Stops the server and waits until it has finished.

@@ -1,17 +1,44 @@
 //! Integration tests: the real service over loopback HTTP, on real SQLite
-//! files. One binary, so they build once.
+//! files and real PostgreSQL schemas. One binary, so they build once.
 #![recursion_limit = "256"]
+// The behavioural modules are compiled once per backend, on purpose (below).
+#![allow(clippy::duplicate_mod)]
 
 mod binary;
 mod helpers;
+mod postgres_cluster;
 
-mod api_tokens;
-mod auth;
+/// The behavioural suite of the HTTP API and of the store, on each backend:
+/// the same modules, compiled twice.
+#[path = "."]
+mod sqlite {
+    pub(crate) const BACKEND: crate::helpers::Backend = crate::helpers::Backend::Sqlite;
+    mod api_tokens;
+    mod auth;
+    mod errors;
+    mod instances;
+    mod projects;
+    mod proxy_settings;
+    mod store_contract;
+}
+
+#[path = "."]
+mod postgres {
+    pub(crate) const BACKEND: crate::helpers::Backend = crate::helpers::Backend::Postgres;
+    mod api_tokens;
+    mod auth;
+    mod errors;
+    mod instances;
+    mod projects;
+    mod proxy_settings;
+    mod store_contract;
+}
+
+// The command line, the server's handling of connections, and what only
+// one backend does.
 mod cli;
-mod errors;
-mod projects;
-mod proxy_settings;
+mod postgres_store;
 mod server;
-mod store_contract;
+mod sqlite_store;
 mod terminal;
 mod transfer;

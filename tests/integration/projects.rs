@@ -2,13 +2,14 @@
 
 use serde_json::{Value, json};
 
+use super::BACKEND;
 use crate::helpers::*;
 
 /// Two organizations the caller is in (1, 2) and one it is not (3).
 /// Projects of org 1 come in threes sharing a `created_at`, with ids that do
 /// not sort like their insertion, so ties are broken by id.
 async fn fixture(count: usize) -> (TestApp, String, Vec<(String, String)>) {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn(BACKEND).await;
     let mut lines = vec![
         org(1),
         org(2),
@@ -36,6 +37,7 @@ fn newest_first(mut items: Vec<(String, String)>) -> Vec<String> {
 
 #[tokio::test]
 async fn envelope_has_every_field_and_project_every_member() {
+    require!(BACKEND);
     let (app, token, _) = fixture(3).await;
     let (status, body) = app.get_json("/v1/projects", &token).await;
     assert_eq!(status, 200);
@@ -115,7 +117,8 @@ async fn envelope_has_every_field_and_project_every_member() {
 
 #[tokio::test]
 async fn every_optional_field_comes_back_as_imported() {
-    let app = TestApp::spawn().await;
+    require!(BACKEND);
+    let app = TestApp::spawn(BACKEND).await;
     let full = json!({
         "object": "project", "id": "full", "organization_id": org_id(1), "slug": "full-site",
         "description": "All fields", "type": "ai_analytics", "avatar_url": "https://a.example/x.png",
@@ -148,6 +151,7 @@ async fn every_optional_field_comes_back_as_imported() {
 
 #[tokio::test]
 async fn default_limit_is_20_and_order_newest_first() {
+    require!(BACKEND);
     let (app, token, expected) = fixture(25).await;
     let (_, body) = app.get_json("/v1/projects", &token).await;
     let expected = newest_first(expected);
@@ -158,6 +162,7 @@ async fn default_limit_is_20_and_order_newest_first() {
 
 #[tokio::test]
 async fn limit_bounds() {
+    require!(BACKEND);
     let (app, token, _) = fixture(105).await;
     for (limit, count) in [("1", 1), ("100", 100), ("7", 7)] {
         let (status, body) = app
@@ -182,6 +187,7 @@ async fn limit_bounds() {
 
 #[tokio::test]
 async fn walks_every_page_in_both_directions_with_ties() {
+    require!(BACKEND);
     let (app, token, expected) = fixture(47).await;
     let newest = newest_first(expected);
     for limit in [1, 4, 10, 47, 100] {
@@ -202,6 +208,7 @@ async fn walks_every_page_in_both_directions_with_ties() {
 
 #[tokio::test]
 async fn has_more_is_exact_and_last_key_absent_on_empty_pages() {
+    require!(BACKEND);
     let (app, token, expected) = fixture(10).await;
     let (_, body) = app.get_json("/v1/projects?limit=10", &token).await;
     assert_eq!(body["has_more"], false, "exactly a full page: nothing more");
@@ -219,7 +226,8 @@ async fn has_more_is_exact_and_last_key_absent_on_empty_pages() {
 
 #[tokio::test]
 async fn a_caller_sees_its_organizations_and_nothing_else() {
-    let app = TestApp::spawn().await;
+    require!(BACKEND);
+    let app = TestApp::spawn(BACKEND).await;
     let mut lines = vec![
         org(1),
         org(2),
@@ -299,6 +307,7 @@ async fn a_caller_sees_its_organizations_and_nothing_else() {
 
 #[tokio::test]
 async fn start_key_rules() {
+    require!(BACKEND);
     let (app, token, expected) = fixture(6).await;
     let newest = newest_first(expected);
     for bad in ["nope", "x%2Fy", &"z".repeat(65)] {
@@ -338,6 +347,7 @@ async fn start_key_rules() {
 /// the whole walk is seen exactly once.
 #[tokio::test]
 async fn concurrent_changes_never_skip_or_repeat_stable_items() {
+    require!(BACKEND);
     for direction in ["DESC", "ASC"] {
         let (app, token, expected) = fixture(60).await;
         let stable: Vec<String> = newest_first(expected.clone());
@@ -390,6 +400,7 @@ async fn concurrent_changes_never_skip_or_repeat_stable_items() {
 
 #[tokio::test]
 async fn a_deep_page_is_a_keyset_range_read() {
+    require!(BACKEND);
     // Correctness of a deep page over a list larger than several pages; its
     // cost is measured by the benchmark, not here.
     let (app, token, expected) = fixture(300).await;

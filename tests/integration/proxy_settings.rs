@@ -2,10 +2,11 @@
 
 use serde_json::{Value, json};
 
+use super::BACKEND;
 use crate::helpers::*;
 
 async fn fixture(revisions: u32) -> (TestApp, String) {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn(BACKEND).await;
     let mut lines = vec![
         org(1),
         org(2),
@@ -34,6 +35,7 @@ fn revisions(body: &Value) -> Vec<u64> {
 
 #[tokio::test]
 async fn envelope_and_revision_shape() {
+    require!(BACKEND);
     let (app, token) = fixture(3).await;
     let (status, body) = app
         .get_json("/v1/projects/site/proxy-settings", &token)
@@ -63,6 +65,7 @@ async fn envelope_and_revision_shape() {
 
 #[tokio::test]
 async fn default_limit_is_100_and_pages_walk_both_ways() {
+    require!(BACKEND);
     let (app, token) = fixture(130).await;
     let (_, body) = app
         .get_json("/v1/projects/site/proxy-settings", &token)
@@ -97,6 +100,7 @@ async fn default_limit_is_100_and_pages_walk_both_ways() {
 
 #[tokio::test]
 async fn unknown_and_invisible_projects_are_the_same_404() {
+    require!(BACKEND);
     let (app, token) = fixture(1).await;
     let (status, hidden) = app
         .get_json("/v1/projects/hidden/proxy-settings", &token)
@@ -125,6 +129,7 @@ async fn unknown_and_invisible_projects_are_the_same_404() {
 
 #[tokio::test]
 async fn path_and_query_rules() {
+    require!(BACKEND);
     let (app, token) = fixture(5).await;
     for bad_id in ["a%20b", "dot.dot", &"x".repeat(65), "%C3%A9"] {
         let (status, body) = app
@@ -168,6 +173,7 @@ async fn path_and_query_rules() {
 
 #[tokio::test]
 async fn a_project_without_revisions_lists_nothing() {
+    require!(BACKEND);
     let (app, token) = fixture(0).await;
     let (status, body) = app
         .get_json("/v1/projects/site/proxy-settings", &token)

@@ -45,7 +45,7 @@ fn fixture(projects: usize) -> Vec<Value> {
 }
 
 async fn seeded_app(options: ServiceOptions, projects: usize) -> (TestApp, String) {
-    let app = TestApp::spawn_with(options, StoreOptions::default()).await;
+    let app = TestApp::spawn_with(Backend::Sqlite, options, StoreOptions::default()).await;
     app.seed(fixture(projects)).await;
     let token = app.token("u1").await;
     (app, token)
@@ -326,7 +326,9 @@ impl Drop for Binary {
 /// A database file seeded through the library (then closed), with a token
 /// of `u1`: (folder, file, secret).
 async fn seeded_database(projects: usize) -> (tempfile::TempDir, std::path::PathBuf, String) {
-    let TestStore { store, path, dir } = TestStore::new().await;
+    let TestStore {
+        store, path, dir, ..
+    } = TestStore::new(Backend::Sqlite).await;
     seed(store.as_ref(), fixture(projects))
         .await
         .expect("the fixture imports");
@@ -1051,7 +1053,8 @@ async fn secrets_never_reach_logs_or_bodies() {
         store,
         path,
         dir: _dir,
-    } = TestStore::new().await;
+        ..
+    } = TestStore::new(Backend::Sqlite).await;
     seed(store.as_ref(), fixture(2)).await.unwrap();
     let (_, valid) = mint(store.as_ref(), "u1", "valid", None).await;
     let (revoked_token, revoked) = mint(store.as_ref(), "u1", "revoked", None).await;

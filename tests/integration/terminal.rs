@@ -405,7 +405,7 @@ async fn world() -> World {
         },
         ..test_options()
     };
-    let app = TestApp::spawn_with(options, StoreOptions::default()).await;
+    let app = TestApp::spawn_with(Backend::Sqlite, options, StoreOptions::default()).await;
     let mut lines = vec![
         org(1),
         org(2),

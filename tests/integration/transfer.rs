@@ -176,15 +176,15 @@ fn rich_settings(project_id: &str, revision: u32, active: bool) -> Value {
 /// What an import file with every optional field looks like: organizations,
 /// users, projects and proxy settings, with creation times out of file
 /// order, ties, and +02:00 offsets.
-struct RichData {
-    lines: Vec<Value>,
+pub(crate) struct RichData {
+    pub(crate) lines: Vec<Value>,
     /// Project ids, in file order.
     projects: Vec<String>,
     /// The project deleted before the export, and its revisions.
     doomed: &'static str,
 }
 
-fn rich_data() -> RichData {
+pub(crate) fn rich_data() -> RichData {
     let mut lines = vec![
         json!({"object": "organization", "id": org_id(1), "name": "Acme Corp",
                "created_at": plus_two("2026-01-01T10:00:00.000Z")}),
@@ -352,10 +352,13 @@ fn read(path: &Path) -> String {
 }
 
 /// The names in a folder, sorted.
+/// The files in `folder`, but SQLite's own `-wal` and `-shm` files, which
+/// come and go with connections.
 fn listing(folder: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(folder)
         .expect("the folder is readable")
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.ends_with("-wal") && !name.ends_with("-shm"))
         .collect();
     names.sort();
     names

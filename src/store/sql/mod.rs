@@ -18,7 +18,7 @@ mod import;
 mod listings;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
@@ -173,14 +173,31 @@ impl<D: Driver> SqlStore<D> {
         }
     }
 
-    /// Runs `work` on a reader connection, on the blocking pool.
+    /// Runs `work` on a reader connection, on the blocking pool. A request's
+    /// read that fails as unavailable is tried once more, on another
+    /// connection, within the same time bound: a pooled connection that
+    /// went stale (the database restarted) fails only once.
     async fn read<T: Send + 'static>(
         &self,
         bounded: Bound,
-        work: impl FnOnce(&mut dyn Db) -> Result<T, StoreError> + Send + 'static,
+        work: impl Fn(&mut dyn Db) -> Result<T, StoreError> + Send + Sync + 'static,
     ) -> Result<T, StoreError> {
-        let driver = self.driver.clone();
-        self.run(bounded, move || work(&mut driver.reader()?)).await
+        let work = Arc::new(work);
+        let attempt = || {
+            let (driver, work) = (self.driver.clone(), work.clone());
+            move || work(&mut driver.reader()?)
+        };
+        let started = Instant::now();
+        match self.run(bounded, self.request_timeout, attempt()).await {
+            Err(StoreError::Unavailable(_))
+                if matches!(bounded, Bound::Request)
+                    && started.elapsed() < self.request_timeout =>
+            {
+                let left = self.request_timeout.saturating_sub(started.elapsed());
+                self.run(bounded, left, attempt()).await
+            }
+            result => result,
+        }
     }
 
     /// Runs `work` on the writer connection, on the blocking pool.
@@ -190,17 +207,21 @@ impl<D: Driver> SqlStore<D> {
         work: impl FnOnce(&mut dyn Db) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let driver = self.driver.clone();
-        self.run(bounded, move || work(&mut driver.writer()?)).await
+        self.run(bounded, self.request_timeout, move || {
+            work(&mut driver.writer()?)
+        })
+        .await
     }
 
     async fn run<T: Send + 'static>(
         &self,
         bounded: Bound,
+        limit: Duration,
         job: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let task = tokio::task::spawn_blocking(job);
         let joined = match bounded {
-            Bound::Request => tokio::time::timeout(self.request_timeout, task)
+            Bound::Request => tokio::time::timeout(limit, task)
                 .await
                 .map_err(|_| StoreError::Unavailable("the store did not answer in time".into()))?,
             Bound::Unbounded => task.await,

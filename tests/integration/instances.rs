@@ -1,0 +1,124 @@
+//! Several instances of the service on one store, as behind a load
+//! balancer: each with its own store connections, token cache and
+//! `last_used_at` notes.
+
+use std::time::Duration;
+
+use proxydeck::domain::time::Timestamp;
+use proxydeck::domain::token;
+use proxydeck::store::TokenUse;
+
+use super::BACKEND;
+use crate::helpers::*;
+
+async fn two_instances(projects: usize) -> (TestApp, TestApp, String) {
+    let first = TestApp::spawn(BACKEND).await;
+    let mut lines = vec![org(1), user("u1", &[1])];
+    for i in 0..projects {
+        lines.push(project(&format!("p{i:03}"), 1, (i / 3) as i64));
+    }
+    first.seed(lines).await;
+    let second = first.another_instance().await;
+    let token = first.token("u1").await;
+    (first, second, token)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walk_alternating_between_instances_is_one_consistent_list() {
+    require!(BACKEND);
+    let (first, second, token) = two_instances(47).await;
+    for direction in ["DESC", "ASC"] {
+        let whole = walk(
+            &first,
+            &format!("/v1/projects?limit=100&order_direction={direction}"),
+            &token,
+        )
+        .await;
+        assert_eq!(whole.len(), 47);
+        let mut seen = Vec::new();
+        let mut start: Option<String> = None;
+        for turn in 0.. {
+            let app = if turn % 2 == 0 { &first } else { &second };
+            let mut path = format!("/v1/projects?limit=6&order_direction={direction}");
+            if let Some(key) = &start {
+                path.push_str(&format!("&start_key={key}"));
+            }
+            let (status, body) = app.get_json(&path, &token).await;
+            assert_eq!(status, 200, "{body}");
+            seen.extend(ids(&body));
+            if !body["has_more"].as_bool().unwrap() {
+                break;
+            }
+            start = body["last_key"].as_str().map(str::to_owned);
+        }
+        assert_eq!(seen, whole, "{direction}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_through_one_instance_stops_working_on_the_other() {
+    require!(BACKEND);
+    let (first, second, _) = two_instances(1).await;
+    let (revoked, secret) = first.token_with("u1", "leaked", None).await;
+    // Both instances have it cached.
+    assert_eq!(first.get("/v1/projects", &secret).await.status(), 200);
+    assert_eq!(second.get("/v1/projects", &secret).await.status(), 200);
+    first.store.revoke_token(&revoked.id).await.unwrap();
+    tokio::time::sleep(CACHE_TTL + Duration::from_millis(150)).await;
+    for instance in [&second, &first] {
+        let (status, body) = instance.get_json("/v1/projects", &secret).await;
+        assert_eq!(status, 401, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("revoked")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_used_at_from_several_instances_never_goes_backwards() {
+    require!(BACKEND);
+    let (first, second, _) = two_instances(1).await;
+    let (used, secret) = first.token_with("u1", "shared", None).await;
+    // Reported out of order by the two instances' stores.
+    let at = |ms| Timestamp::from_millis(ms).unwrap();
+    let report = |ms| {
+        vec![TokenUse {
+            token_id: used.id.clone(),
+            used_at: at(ms),
+        }]
+    };
+    first
+        .store
+        .record_token_uses(report(3_000_000))
+        .await
+        .unwrap();
+    second
+        .store
+        .record_token_uses(report(2_000_000))
+        .await
+        .unwrap();
+    let stored = || async {
+        first
+            .store
+            .find_token(token::digest(&secret))
+            .await
+            .unwrap()
+            .unwrap()
+            .last_used_at
+    };
+    assert_eq!(stored().await, Some(at(3_000_000)));
+
+    // And through the instances' own flushers: the later use wins.
+    let before = Timestamp::now();
+    assert_eq!(second.get("/v1/projects", &secret).await.status(), 200);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(first.get("/v1/projects", &secret).await.status(), 200);
+    tokio::time::sleep(FLUSH_INTERVAL * 5).await;
+    let last = stored().await.expect("last_used_at is set");
+    assert!(last >= before && last <= Timestamp::now(), "{last}");
+    let (_, body) = second.get_json("/v1/api_tokens?name=shared", &secret).await;
+    assert_eq!(body["data"][0]["last_used_at"], last.to_string());
+}

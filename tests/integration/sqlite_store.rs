@@ -1,0 +1,69 @@
+//! What only the embedded store does: its file can disappear from under
+//! the service (a volume unmounted, a restore under way). Requests then get
+//! 503 promptly and the service serves again once the file is back.
+
+use std::time::Duration;
+
+use crate::helpers::*;
+
+const LISTINGS: [&str; 3] = [
+    "/v1/projects",
+    "/v1/api_tokens",
+    "/v1/projects/p1/proxy-settings",
+];
+
+/// A store that cannot be reached answers 503 `api_error` promptly, with
+/// nothing of the cause, and the service recovers by itself.
+#[tokio::test]
+async fn store_outage_is_503_and_recovers() {
+    let app = TestApp::spawn_impatient().await;
+    app.seed(vec![org(1), user("u1", &[1]), project("p1", 1, 0)])
+        .await;
+    let token = app.token("u1").await;
+    assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+
+    let moved = app.take_store_away().await;
+    for path in LISTINGS {
+        let started = std::time::Instant::now();
+        let response = app.get(path, &token).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "not prompt: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(response.headers().get("retry-after").unwrap(), "1");
+        let (status, body) = json_of(response).await;
+        assert_eq!(status, 503, "{path}: {body}");
+        assert_eq!(assert_error_shape(&body), "api_error");
+        let text = body.to_string();
+        for leak in ["SQLite", "sqlite", "SELECT", ".db", "/tmp", "panicked"] {
+            assert!(!text.contains(leak), "{leak} in {text}");
+        }
+    }
+
+    // The file is back: the service serves again without a restart.
+    app.bring_store_back(moved);
+    let (status, body) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ids(&body), ["p1"]);
+}
+
+/// The checksum refuses a mistyped token with no store look-up: it is
+/// refused even while the store is unreachable.
+#[tokio::test]
+async fn a_mistyped_token_is_refused_without_asking_the_store() {
+    let app = TestApp::spawn_impatient().await;
+    app.seed(vec![org(1), user("u1", &[1])]).await;
+    let token = app.token("u1").await;
+    let moved = app.take_store_away().await;
+
+    let (status, body) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(status, 503, "a real token needs the store: {body}");
+    let mut mistyped = token.clone().into_bytes();
+    mistyped[20] = if mistyped[20] == b'A' { b'B' } else { b'A' };
+    let (status, body) = app
+        .get_json("/v1/projects", &String::from_utf8(mistyped).unwrap())
+        .await;
+    assert_eq!(status, 401, "{body}");
+    app.bring_store_back(moved);
+}
