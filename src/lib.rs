@@ -13,3 +13,4 @@ pub mod cli;
 pub mod domain;
 pub mod http;
 pub mod store;
+pub mod telemetry;

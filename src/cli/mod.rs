@@ -20,6 +20,7 @@ use crate::auth::AuthOptions;
 use crate::http::RequestLimits;
 use crate::http::server::ServerOptions;
 use crate::store::{self, DatabaseUrl, StoreOptions};
+use crate::telemetry;
 use duration::parse_duration;
 
 #[derive(Parser, Debug)]
@@ -203,20 +204,13 @@ fn fail(error: &anyhow::Error) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// Logs go to stderr; `RUST_LOG` overrides the level. Serving logs each
-/// request at `info`; the other commands stay quiet but for warnings.
+/// Serving logs each request at `info`; the other commands stay quiet but
+/// for warnings.
 fn init_logging(command: &Command) {
-    let default = match command {
-        Command::Serve(_) | Command::Demo(_) => "info,refinery_core=warn",
-        _ => "warn",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    telemetry::init(match command {
+        Command::Serve(_) | Command::Demo(_) => telemetry::SERVING,
+        _ => telemetry::QUIET,
+    });
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {

@@ -11,22 +11,11 @@ use serde::Serialize;
 use super::caller::Caller;
 use super::error::ApiError;
 use super::query::QueryParams;
-use super::{AppState, json_response};
+use super::{AppState, json_response, list_response};
 use crate::domain::api_token::{self, ApiToken};
 use crate::domain::ids;
 use crate::domain::pagination::{DEFAULT_LIMIT, DEFAULT_PROXY_SETTINGS_LIMIT, Direction};
 use crate::store::{ApiTokensQuery, ProjectsQuery, ProxySettingsQuery};
-
-/// The list envelope of projects and proxy settings.
-#[derive(Serialize)]
-struct ListEnvelope<'a, T> {
-    object: &'static str,
-    url: &'a str,
-    has_more: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    last_key: Option<&'a str>,
-    data: &'a [T],
-}
 
 /// The api_token list body: it echoes the request instead of an envelope.
 #[derive(Serialize)]
@@ -69,15 +58,11 @@ pub async fn projects(
             page,
         })
         .await?;
-    Ok(json_response(
-        StatusCode::OK,
-        &ListEnvelope {
-            object: "list",
-            url: "/v1/projects",
-            has_more: result.has_more,
-            last_key: result.items.last().map(|p| p.id.as_str()),
-            data: &result.items,
-        },
+    Ok(list_response(
+        "/v1/projects",
+        result.has_more,
+        result.items.last().map(|p| p.id.as_str()),
+        result.items.iter().map(|p| p.json.as_str()),
     ))
 }
 
@@ -141,14 +126,10 @@ pub async fn proxy_settings(
         })
         .await?;
     let last_key = result.items.last().map(|s| s.revision.to_string());
-    Ok(json_response(
-        StatusCode::OK,
-        &ListEnvelope {
-            object: "list",
-            url: &url,
-            has_more: result.has_more,
-            last_key: last_key.as_deref(),
-            data: &result.items,
-        },
+    Ok(list_response(
+        &url,
+        result.has_more,
+        last_key.as_deref(),
+        result.items.iter().map(|s| s.json.as_str()),
     ))
 }

@@ -58,7 +58,7 @@ impl Default for RequestLimits {
 const COMPRESS_ABOVE_BYTES: u64 = 1024;
 
 pub fn router(state: AppState, limits: RequestLimits) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/v1/projects", listing(get(listings::projects)))
         .route("/v1/api_tokens", listing(get(listings::api_tokens)))
         .route(
@@ -66,7 +66,15 @@ pub fn router(state: AppState, limits: RequestLimits) -> Router {
             listing(get(listings::proxy_settings)),
         )
         .fallback(not_found)
-        .with_state(state)
+        .with_state(state);
+    with_middleware(routes, limits)
+}
+
+/// The layers every request goes through: limits, compression, the
+/// request log. Public so that the benchmark's ceiling server runs the very
+/// same stack.
+pub fn with_middleware(routes: Router, limits: RequestLimits) -> Router {
+    routes
         .layer(middleware::from_fn(log_request))
         .layer(
             CompressionLayer::new()
@@ -88,30 +96,71 @@ async fn not_found() -> ApiError {
     )
 }
 
-/// Serialises `body` as the JSON answer. Listings are never stored by
-/// shared caches.
+/// Serialises `body` as the JSON answer.
 pub fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
     match serde_json::to_vec(body) {
-        Ok(bytes) => (
-            status,
-            [
-                (
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                ),
-                (
-                    header::CACHE_CONTROL,
-                    HeaderValue::from_static("private, no-cache"),
-                ),
-            ],
-            Body::from(bytes),
-        )
-            .into_response(),
+        Ok(bytes) => json_bytes(status, bytes),
         Err(error) => {
             tracing::error!(%error, "cannot serialise a response");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
+}
+
+/// The list envelope (`object`, `url`, `has_more`, `last_key`, `data`)
+/// around items that are JSON already, as the store keeps them: written by
+/// hand, so each item's text is copied once and never parsed again.
+pub fn list_response<'a>(
+    url: &str,
+    has_more: bool,
+    last_key: Option<&str>,
+    items: impl Iterator<Item = &'a str> + Clone,
+) -> Response {
+    let items_bytes: usize = items.clone().map(|item| item.len() + 1).sum();
+    let mut body = Vec::with_capacity(items_bytes + url.len() + last_key.map_or(0, str::len) + 96);
+    body.extend_from_slice(br#"{"object":"list","url":"#);
+    push_json_string(&mut body, url);
+    body.extend_from_slice(if has_more {
+        br#","has_more":true"#
+    } else {
+        br#","has_more":false"#
+    });
+    if let Some(key) = last_key {
+        body.extend_from_slice(br#","last_key":"#);
+        push_json_string(&mut body, key);
+    }
+    body.extend_from_slice(br#","data":["#);
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item.as_bytes());
+    }
+    body.extend_from_slice(b"]}");
+    json_bytes(StatusCode::OK, body)
+}
+
+fn push_json_string(body: &mut Vec<u8>, text: &str) {
+    serde_json::to_writer(body, text).expect("writing a string to memory cannot fail");
+}
+
+/// A JSON answer. Listings are never stored by shared caches.
+fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response {
+    (
+        status,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("private, no-cache"),
+            ),
+        ],
+        Body::from(body),
+    )
+        .into_response()
 }
 
 async fn enforce_limits(
@@ -162,4 +211,33 @@ async fn log_request(request: Request, next: Next) -> Response {
         "request"
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    async fn body_of(response: Response) -> Value {
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_hand_written_envelope_is_the_envelope() {
+        let items = [r#"{"a":1}"#, r#"{"b":"\u00e9\"x"}"#];
+        let response = list_response("/v1/p\"q", true, Some("k\"1"), items.iter().copied());
+        assert_eq!(
+            body_of(response).await,
+            json!({"object": "list", "url": "/v1/p\"q", "has_more": true, "last_key": "k\"1",
+                   "data": [{"a": 1}, {"b": "é\"x"}]})
+        );
+        let empty = list_response("/v1/projects", false, None, std::iter::empty());
+        assert_eq!(
+            body_of(empty).await,
+            json!({"object": "list", "url": "/v1/projects", "has_more": false, "data": []})
+        );
+    }
 }

@@ -11,8 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::Serialize;
-use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use crate::domain::FieldError;
@@ -180,31 +178,21 @@ pub struct ProxySettingsQuery {
 }
 
 /// A project as stored: its listing JSON, written once at import and sent
-/// as it is, plus the keys that order it.
+/// as it is (never parsed again), plus the keys that order it.
 #[derive(Debug)]
 pub struct StoredProject {
     pub created_at: Timestamp,
     pub id: String,
-    pub json: Box<RawValue>,
+    /// A JSON object, exactly as the listing shows it.
+    pub json: String,
 }
 
 /// A proxy settings revision as stored: its listing JSON and its key.
 #[derive(Debug)]
 pub struct StoredProxySettings {
     pub revision: u32,
-    pub json: Box<RawValue>,
-}
-
-impl Serialize for StoredProject {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.json.serialize(serializer)
-    }
-}
-
-impl Serialize for StoredProxySettings {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.json.serialize(serializer)
-    }
+    /// A JSON object, exactly as the listing shows it.
+    pub json: String,
 }
 
 /// Knobs shared by the backends.

@@ -87,6 +87,15 @@ impl Driver for SqliteDriver {
     fn writer(&self) -> Result<Self::Connection, StoreError> {
         checkout(&self.writer)
     }
+
+    /// Reads on a WAL file never wait on a writer, and a page is a few
+    /// index and table pages, mostly in memory: they run on the async
+    /// thread when a connection is free at once. `try_get` never waits (a
+    /// file gone missing makes it answer `None`, and the read then takes the
+    /// bounded, blocking path).
+    fn instant_reader(&self) -> Option<Self::Connection> {
+        self.readers.try_get()
+    }
 }
 
 fn checkout(pool: &r2d2::Pool<Connector>) -> Result<r2d2::PooledConnection<Connector>, StoreError> {
@@ -119,22 +128,24 @@ impl Db for r2d2::PooledConnection<Connector> {
         Ok(changed as u64)
     }
 
+    // Through the statement cache, like every other statement: a listing
+    // opens and closes a transaction each time.
     fn begin_read(&mut self) -> Result<(), StoreError> {
-        Ok(self.connection.execute_batch("BEGIN")?)
+        self.execute("BEGIN", &[]).map(drop)
     }
 
     fn begin_write(&mut self) -> Result<(), StoreError> {
         // IMMEDIATE takes the write lock now, not at the first write, so a
         // transaction never fails half-way for want of it.
-        Ok(self.connection.execute_batch("BEGIN IMMEDIATE")?)
+        self.execute("BEGIN IMMEDIATE", &[]).map(drop)
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
-        Ok(self.connection.execute_batch("COMMIT")?)
+        self.execute("COMMIT", &[]).map(drop)
     }
 
     fn rollback(&mut self) -> Result<(), StoreError> {
-        Ok(self.connection.execute_batch("ROLLBACK")?)
+        self.execute("ROLLBACK", &[]).map(drop)
     }
 }
 
@@ -268,6 +279,14 @@ impl r2d2::ManageConnection for Connector {
             Role::Writer => connection.pragma_update(None, "temp_store", "FILE")?,
         }
         connection.set_prepared_statement_cache_capacity(64);
+        // The query planner's stability guarantee: plans never depend on
+        // bound values. Without it SQLite reads a bound LIMIT (and values
+        // that could match a partial index) while planning, and so throws
+        // the cached statement away and plans it again at every execution.
+        connection.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )?;
         Ok(PooledSqlite {
             connection,
             file: FileIdentity::of(&self.path)?,

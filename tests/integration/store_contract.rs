@@ -41,7 +41,7 @@ async fn projects_of(
     Ok(page
         .items
         .iter()
-        .map(|p| serde_json::from_str(p.json.get()).unwrap())
+        .map(|p| serde_json::from_str(&p.json).unwrap())
         .collect())
 }
 
@@ -153,7 +153,7 @@ async fn settings_json(store: &dyn Store, project_id: &str) -> Vec<String> {
         .unwrap()
         .items
         .iter()
-        .map(|s| s.json.get().to_owned())
+        .map(|s| s.json.clone())
         .collect()
 }
 

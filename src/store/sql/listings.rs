@@ -2,8 +2,6 @@
 //! keyset range read on an index, so a page deep in a long list costs what
 //! the first page costs.
 
-use serde_json::value::RawValue;
-
 use super::{Db, Param, Row, exists, query_all, query_opt, reading};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::pagination::{Direction, Page, PageRequest, merge_ordered};
@@ -94,7 +92,7 @@ pub(super) fn projects(
                 Ok(StoredProject {
                     created_at: timestamp(row, 0)?,
                     id: row.text(1)?,
-                    json: raw_json(row, 2)?,
+                    json: row.text(2)?,
                 })
             })?);
         }
@@ -191,7 +189,7 @@ pub(super) fn proxy_settings(
         let rows = query_all(db, &sql, &params, |row| {
             Ok(StoredProxySettings {
                 revision: revision(row, 0)?,
-                json: raw_json(row, 1)?,
+                json: row.text(1)?,
             })
         })?;
         Ok(Page::from_overfetch(rows, page))
@@ -275,12 +273,6 @@ fn revision(row: &dyn Row, column: usize) -> Result<u32, StoreError> {
     let value = row.int(column)?;
     u32::try_from(value)
         .map_err(|_| StoreError::Internal(format!("stored revision {value} is out of range")))
-}
-
-/// Stored JSON, taken as it is: it was checked when it was written.
-fn raw_json(row: &dyn Row, column: usize) -> Result<Box<RawValue>, StoreError> {
-    RawValue::from_string(row.text(column)?)
-        .map_err(|e| StoreError::Internal(format!("stored JSON is not valid: {e}")))
 }
 
 #[cfg(test)]

@@ -80,6 +80,12 @@ pub trait Driver: Send + Sync + 'static {
     fn reader(&self) -> Result<Self::Connection, StoreError>;
     /// A connection for writes; waits at most the configured timeout.
     fn writer(&self) -> Result<Self::Connection, StoreError>;
+    /// A reader connection, only when one is free right now and the
+    /// driver's reads are quick local work that never waits on a lock (so
+    /// they may run on an async thread); `None` otherwise.
+    fn instant_reader(&self) -> Option<Self::Connection> {
+        None
+    }
 }
 
 /// Every row `sql` answers, read with `map`.
@@ -173,10 +179,13 @@ impl<D: Driver> SqlStore<D> {
         }
     }
 
-    /// Runs `work` on a reader connection, on the blocking pool. A request's
-    /// read that fails as unavailable is tried once more, on another
-    /// connection, within the same time bound: a pooled connection that
-    /// went stale (the database restarted) fails only once.
+    /// Runs `work` on a reader connection. A request's read runs right here
+    /// when the driver has a connection free at once for reads that never
+    /// wait (see [`Driver::instant_reader`]): a hop to the blocking pool
+    /// costs more than such a read. Otherwise it runs on the blocking pool,
+    /// bounded in time; one that fails as unavailable is tried once more,
+    /// on another connection, within the same bound: a pooled connection
+    /// that went stale (the database restarted) fails only once.
     async fn read<T: Send + 'static>(
         &self,
         bounded: Bound,
@@ -187,6 +196,11 @@ impl<D: Driver> SqlStore<D> {
             let (driver, work) = (self.driver.clone(), work.clone());
             move || work(&mut driver.reader()?)
         };
+        if let Bound::Request = bounded
+            && let Some(mut connection) = self.driver.instant_reader()
+        {
+            return work(&mut connection);
+        }
         let started = Instant::now();
         match self.run(bounded, self.request_timeout, attempt()).await {
             Err(StoreError::Unavailable(_))
