@@ -58,12 +58,7 @@ pub async fn projects(
             page,
         })
         .await?;
-    Ok(list_response(
-        "/v1/projects",
-        result.has_more,
-        result.items.last().map(|p| p.id.as_str()),
-        result.items.iter().map(|p| p.json.as_str()),
-    ))
+    Ok(list_response("/v1/projects", result))
 }
 
 /// `GET /v1/api_tokens`
@@ -125,11 +120,5 @@ pub async fn proxy_settings(
             page,
         })
         .await?;
-    let last_key = result.items.last().map(|s| s.revision.to_string());
-    Ok(list_response(
-        &url,
-        result.has_more,
-        last_key.as_deref(),
-        result.items.iter().map(|s| s.json.as_str()),
-    ))
+    Ok(list_response(&url, result))
 }

@@ -7,11 +7,15 @@ mod listings;
 mod query;
 pub mod server;
 
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -22,8 +26,9 @@ use tower_http::compression::predicate::SizeAbove;
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 use crate::auth::Authenticator;
-use crate::store::Store;
+use crate::store::{JsonPage, Store};
 use error::ApiError;
+use http_body::{Frame, SizeHint};
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -99,7 +104,7 @@ async fn not_found() -> ApiError {
 /// Serialises `body` as the JSON answer.
 pub fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
     match serde_json::to_vec(body) {
-        Ok(bytes) => json_bytes(status, bytes),
+        Ok(bytes) => json_body(status, Body::from(bytes)),
         Err(error) => {
             tracing::error!(%error, "cannot serialise a response");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
@@ -108,36 +113,53 @@ pub fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
 }
 
 /// The list envelope (`object`, `url`, `has_more`, `last_key`, `data`)
-/// around items that are JSON already, as the store keeps them: written by
-/// hand, so each item's text is copied once and never parsed again.
-pub fn list_response<'a>(
-    url: &str,
-    has_more: bool,
-    last_key: Option<&str>,
-    items: impl Iterator<Item = &'a str> + Clone,
-) -> Response {
-    let items_bytes: usize = items.clone().map(|item| item.len() + 1).sum();
-    let mut body = Vec::with_capacity(items_bytes + url.len() + last_key.map_or(0, str::len) + 96);
-    body.extend_from_slice(br#"{"object":"list","url":"#);
-    push_json_string(&mut body, url);
-    body.extend_from_slice(if has_more {
+/// around a page of items that are JSON already, as the store keeps them.
+/// The items go out as they came from the store, between a head and a
+/// tail written here: never parsed again, never copied again.
+pub fn list_response(url: &str, page: JsonPage) -> Response {
+    let mut head = Vec::with_capacity(96 + url.len());
+    head.extend_from_slice(br#"{"object":"list","url":"#);
+    push_json_string(&mut head, url);
+    head.extend_from_slice(if page.has_more {
         br#","has_more":true"#
     } else {
         br#","has_more":false"#
     });
-    if let Some(key) = last_key {
-        body.extend_from_slice(br#","last_key":"#);
-        push_json_string(&mut body, key);
+    if let Some(key) = &page.last_key {
+        head.extend_from_slice(br#","last_key":"#);
+        push_json_string(&mut head, key);
     }
-    body.extend_from_slice(br#","data":["#);
-    for (i, item) in items.enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(item.as_bytes());
+    head.extend_from_slice(br#","data":["#);
+    let chunks = [
+        Bytes::from(head),
+        Bytes::from(page.joined),
+        Bytes::from_static(b"]}"),
+    ];
+    json_body(StatusCode::OK, Body::new(Chunks(chunks.into())))
+}
+
+/// A body of a few chunks sent one after the other, its exact length
+/// announced.
+struct Chunks(VecDeque<Bytes>);
+
+impl HttpBody for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.pop_front().map(|chunk| Ok(Frame::data(chunk))))
     }
-    body.extend_from_slice(b"]}");
-    json_bytes(StatusCode::OK, body)
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.0.iter().map(|chunk| chunk.len() as u64).sum())
+    }
 }
 
 fn push_json_string(body: &mut Vec<u8>, text: &str) {
@@ -145,7 +167,7 @@ fn push_json_string(body: &mut Vec<u8>, text: &str) {
 }
 
 /// A JSON answer. Listings are never stored by shared caches.
-fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response {
+fn json_body(status: StatusCode, body: Body) -> Response {
     (
         status,
         [
@@ -158,7 +180,7 @@ fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response {
                 HeaderValue::from_static("private, no-cache"),
             ),
         ],
-        Body::from(body),
+        body,
     )
         .into_response()
 }
@@ -227,14 +249,22 @@ mod tests {
 
     #[tokio::test]
     async fn the_hand_written_envelope_is_the_envelope() {
-        let items = [r#"{"a":1}"#, r#"{"b":"\u00e9\"x"}"#];
-        let response = list_response("/v1/p\"q", true, Some("k\"1"), items.iter().copied());
+        let mut page = JsonPage {
+            has_more: true,
+            ..JsonPage::default()
+        };
+        for item in [r#"{"a":1}"#, r#"{"b":"\u00e9\"x"}"#] {
+            page.push("k\"1".into(), |joined| {
+                joined.extend_from_slice(item.as_bytes())
+            });
+        }
+        let response = list_response("/v1/p\"q", page);
         assert_eq!(
             body_of(response).await,
             json!({"object": "list", "url": "/v1/p\"q", "has_more": true, "last_key": "k\"1",
                    "data": [{"a": 1}, {"b": "é\"x"}]})
         );
-        let empty = list_response("/v1/projects", false, None, std::iter::empty());
+        let empty = list_response("/v1/projects", JsonPage::default());
         assert_eq!(
             body_of(empty).await,
             json!({"object": "list", "url": "/v1/projects", "has_more": false, "data": []})

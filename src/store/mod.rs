@@ -37,15 +37,12 @@ pub trait Store: Send + Sync + 'static {
     async fn record_token_uses(&self, uses: Vec<TokenUse>) -> Result<(), StoreError>;
 
     /// Projects of `query.organizations`, by `created_at` then `id`.
-    async fn list_projects(&self, query: ProjectsQuery) -> Result<Page<StoredProject>, StoreError>;
+    async fn list_projects(&self, query: ProjectsQuery) -> Result<JsonPage, StoreError>;
     /// A user's tokens that are not revoked, by `created_at` then `id`.
     async fn list_api_tokens(&self, query: ApiTokensQuery) -> Result<Page<ApiToken>, StoreError>;
     /// Revisions of a project visible to the caller, by `revision`;
     /// [`StoreError::NotFound`] when the project is unknown or invisible.
-    async fn list_proxy_settings(
-        &self,
-        query: ProxySettingsQuery,
-    ) -> Result<Page<StoredProxySettings>, StoreError>;
+    async fn list_proxy_settings(&self, query: ProxySettingsQuery) -> Result<JsonPage, StoreError>;
 
     async fn create_organization(
         &self,
@@ -177,22 +174,29 @@ pub struct ProxySettingsQuery {
     pub page: PageRequest,
 }
 
-/// A project as stored: its listing JSON, written once at import and sent
-/// as it is (never parsed again), plus the keys that order it.
-#[derive(Debug)]
-pub struct StoredProject {
-    pub created_at: Timestamp,
-    pub id: String,
-    /// A JSON object, exactly as the listing shows it.
-    pub json: String,
+/// One page of a listing whose items are stored as the JSON the listing
+/// shows: their texts, in page order, joined by commas, ready to go
+/// between `[` and `]` as they are (never parsed again, never rearranged).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JsonPage {
+    /// The items' JSON objects (UTF-8), separated by commas.
+    pub joined: Vec<u8>,
+    pub count: usize,
+    /// The key of the last item (an id, or a revision number).
+    pub last_key: Option<String>,
+    pub has_more: bool,
 }
 
-/// A proxy settings revision as stored: its listing JSON and its key.
-#[derive(Debug)]
-pub struct StoredProxySettings {
-    pub revision: u32,
-    /// A JSON object, exactly as the listing shows it.
-    pub json: String,
+impl JsonPage {
+    /// Appends an item: `write` writes its JSON.
+    pub fn push(&mut self, key: String, write: impl FnOnce(&mut Vec<u8>)) {
+        if self.count > 0 {
+            self.joined.push(b',');
+        }
+        write(&mut self.joined);
+        self.count += 1;
+        self.last_key = Some(key);
+    }
 }
 
 /// Knobs shared by the backends.

@@ -234,6 +234,11 @@ impl Row for PostgresRow<'_> {
         Ok(self.0.try_get(column)?)
     }
 
+    fn append_bytes(&self, column: usize, out: &mut Vec<u8>) -> Result<(), StoreError> {
+        out.extend_from_slice(self.0.try_get::<_, &str>(column)?.as_bytes());
+        Ok(())
+    }
+
     fn boolean(&self, column: usize) -> Result<bool, StoreError> {
         Ok(self.0.try_get(column)?)
     }

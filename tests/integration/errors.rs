@@ -141,7 +141,7 @@ async fn injection_attempts_are_refused_or_harmless() {
     assert_eq!(ids(&body), ["p1"], "the data is intact");
 }
 
-/// An unexpected fault (here a stored row whose timestamp is out of range)
+/// An unexpected fault (here a stored revision number out of its range)
 /// is a 500 `api_error` that says nothing of its cause; other requests go
 /// on. (Stored JSON itself is trusted, not re-parsed: it was checked when
 /// it was written.)
@@ -150,14 +150,14 @@ async fn an_unexpected_fault_is_500_without_its_cause() {
     require!(BACKEND);
     let (app, token) = fixture().await;
     app.data
-        .execute("UPDATE projects SET created_at = 253402300800000 WHERE id = 'p1'");
-    let (status, body) = app.get_json("/v1/projects", &token).await;
+        .execute("UPDATE proxy_settings SET revision = 5000000000 WHERE project_id = 'p1'");
+    let (status, body) = app.get_json("/v1/projects/p1/proxy-settings", &token).await;
     assert_eq!(status, 500);
     assert_eq!(assert_error_shape(&body), "api_error");
     let text = body.to_string();
     for leak in [
-        "253402300800000",
-        "timestamp",
+        "5000000000",
+        "revision",
         "SQLite",
         "PostgreSQL",
         "column",
@@ -165,6 +165,6 @@ async fn an_unexpected_fault_is_500_without_its_cause() {
     ] {
         assert!(!text.contains(leak), "{leak} in {text}");
     }
-    let (status, _) = app.get_json("/v1/api_tokens", &token).await;
+    let (status, _) = app.get_json("/v1/projects", &token).await;
     assert_eq!(status, 200);
 }

@@ -11,7 +11,8 @@ use proxydeck::domain::pagination::{Direction, PageRequest};
 use proxydeck::domain::time::Timestamp;
 use proxydeck::domain::token;
 use proxydeck::store::{
-    ApiTokensQuery, NewToken, ProjectsQuery, ProxySettingsQuery, Store, StoreError, TokenUse,
+    ApiTokensQuery, JsonPage, NewToken, ProjectsQuery, ProxySettingsQuery, Store, StoreError,
+    TokenUse,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -38,11 +39,26 @@ async fn projects_of(
             page: request,
         })
         .await?;
-    Ok(page
-        .items
-        .iter()
-        .map(|p| serde_json::from_str(&p.json).unwrap())
-        .collect())
+    Ok(items(&page))
+}
+
+/// The items of a page of stored JSON, each checked to be one JSON object;
+/// their count and last key must agree with them.
+fn items(page: &JsonPage) -> Vec<Value> {
+    let mut text = b"[".to_vec();
+    text.extend_from_slice(&page.joined);
+    text.push(b']');
+    let items: Vec<Value> = serde_json::from_slice(&text).expect("the items are JSON");
+    assert_eq!(items.len(), page.count);
+    assert!(items.iter().all(Value::is_object));
+    if let Some(last) = items.last() {
+        let key = last
+            .get("id")
+            .cloned()
+            .unwrap_or_else(|| json!(last["revision"].to_string()));
+        assert_eq!(Some(key.as_str().unwrap()), page.last_key.as_deref());
+    }
+    items
 }
 
 async fn all_projects(store: &dyn Store) -> Vec<Value> {
@@ -150,11 +166,8 @@ async fn settings_json(store: &dyn Store, project_id: &str) -> Vec<String> {
             page: page(100, Direction::Asc, None),
         })
         .await
+        .map(|page| items(&page).iter().map(Value::to_string).collect())
         .unwrap()
-        .items
-        .iter()
-        .map(|s| s.json.clone())
-        .collect()
 }
 
 async fn import_that_changes_a_project_moves_updated_at(store: Arc<dyn Store>) {
@@ -242,11 +255,15 @@ async fn keyset_pages_merge_organizations_and_break_ties_by_id(store: Arc<dyn St
                     })
                     .await
                     .unwrap();
-                seen.extend(result.items.iter().map(|p| p.id.clone()));
+                seen.extend(
+                    items(&result)
+                        .iter()
+                        .map(|p| p["id"].as_str().unwrap().to_owned()),
+                );
                 if !result.has_more {
                     return seen;
                 }
-                start = result.items.last().map(|p| p.id.clone());
+                start = result.last_key.clone();
             }
         }
     };
@@ -458,8 +475,7 @@ async fn invisible_projects_have_no_settings(store: Arc<dyn Store>) {
             .list_proxy_settings(query(vec![org_id(2)]))
             .await
             .unwrap()
-            .items
-            .len(),
+            .count,
         1
     );
     assert!(matches!(

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use tokio::sync::mpsc;
 
-use super::listings::{TOKEN_COLUMNS, api_token, timestamp, timestamp_opt};
+use super::listings::{api_token, timestamp, timestamp_opt, token_columns};
 use super::{Db, Param, exists, query_all, query_opt, reading, to_json};
 use crate::domain::api_token::TokenRecord;
 use crate::domain::directory::{Organization, OrganizationTag, User, UserTag};
@@ -114,10 +114,12 @@ pub(super) fn user_tokens(db: &mut dyn Db, user_id: &str) -> Result<Vec<TokenRec
                 id: user_id.to_owned(),
             });
         }
-        let sql = format!(
-            "SELECT {TOKEN_COLUMNS}, revoked_at FROM api_tokens WHERE user_id = ?1 ORDER BY created_at, id"
+        let sql = concat!(
+            "SELECT ",
+            token_columns!(),
+            ", revoked_at FROM api_tokens WHERE user_id = ?1 ORDER BY created_at, id"
         );
-        query_all(db, &sql, &[Param::Text(user_id)], |row| {
+        query_all(db, sql, &[Param::Text(user_id)], |row| {
             Ok(TokenRecord {
                 token: api_token(row)?,
                 revoked_at: timestamp_opt(row, 9)?,

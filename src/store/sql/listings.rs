@@ -2,14 +2,16 @@
 //! keyset range read on an index, so a page deep in a long list costs what
 //! the first page costs.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use super::{Db, Param, Row, exists, query_all, query_opt, reading};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::pagination::{Direction, Page, PageRequest, merge_ordered};
 use crate::domain::time::Timestamp;
 use crate::domain::token::TokenDigest;
 use crate::store::{
-    ApiTokensQuery, ProjectsQuery, ProxySettingsQuery, StoreError, StoredProject,
-    StoredProxySettings, TokenGrant,
+    ApiTokensQuery, JsonPage, ProjectsQuery, ProxySettingsQuery, StoreError, TokenGrant,
 };
 
 pub(super) fn find_token(
@@ -46,13 +48,13 @@ pub(super) fn find_token(
     })
 }
 
-pub(super) fn projects(
-    db: &mut dyn Db,
-    query: &ProjectsQuery,
-) -> Result<Page<StoredProject>, StoreError> {
+pub(super) fn projects(db: &mut dyn Db, query: &ProjectsQuery) -> Result<JsonPage, StoreError> {
     let page = &query.page;
-    // One read transaction: the start key and the rows come from one snapshot.
-    reading(db, |db| {
+    // The start key and the rows must come from one snapshot: one read
+    // transaction, unless the whole read is one statement (a first page of
+    // one organization, the common case), which is a snapshot by itself.
+    let one_statement = page.start_key.is_none() && query.organizations.len() == 1;
+    let read = |db: &mut dyn Db| {
         let after = match &page.start_key {
             None => None,
             Some(key) => {
@@ -79,28 +81,50 @@ pub(super) fn projects(
             page,
         );
         let fetch = page.fetch_count() as i64;
-        // One range read per organization, merged: each uses the index
-        // (organization_id, created_at, id) in order, with no sort.
-        let mut lists = Vec::with_capacity(query.organizations.len());
-        for organization in query.organizations.iter() {
+        let params = |organization| {
             let mut params = vec![Param::Text(organization)];
             if let Some((created_at, id)) = after {
                 params.extend([Param::Int(created_at), Param::Text(id)]);
             }
             params.push(Param::Int(fetch));
-            lists.push(query_all(db, &sql, &params, |row| {
-                Ok(StoredProject {
-                    created_at: timestamp(row, 0)?,
-                    id: row.text(1)?,
-                    json: row.text(2)?,
-                })
-            })?);
+            params
+        };
+        if let [organization] = &query.organizations[..] {
+            // One range read on the index (organization_id, created_at, id),
+            // already in page order: straight into the page.
+            return json_page(db, sql, &params(organization), page, 2, |row| row.text(1));
         }
-        let rows = merge_ordered(lists, page, |a, b| {
-            (a.created_at, &a.id).cmp(&(b.created_at, &b.id))
-        });
-        Ok(Page::from_overfetch(rows, page))
-    })
+        // One range read per organization, merged.
+        let mut lists = Vec::with_capacity(query.organizations.len());
+        for organization in query.organizations.iter() {
+            let mut list = Vec::with_capacity(page.fetch_count());
+            db.query(sql, &params(organization), &mut |row| {
+                let mut json = Vec::new();
+                // A list's row past the page is never shown (it follows a
+                // full page of that list's own rows): its body stays unread.
+                if list.len() < page.limit as usize {
+                    row.append_bytes(2, &mut json)?;
+                }
+                list.push((timestamp(row, 0)?, row.text(1)?, json));
+                Ok(true)
+            })?;
+            lists.push(list);
+        }
+        let merged = merge_ordered(lists, page, |a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let mut out = JsonPage {
+            has_more: merged.len() > page.limit as usize,
+            ..JsonPage::default()
+        };
+        for (_, id, json) in merged.into_iter().take(page.limit as usize) {
+            out.push(id, |joined| joined.extend_from_slice(&json));
+        }
+        Ok(out)
+    };
+    if one_statement {
+        read(db)
+    } else {
+        reading(db, read)
+    }
 }
 
 pub(super) fn api_tokens(
@@ -126,20 +150,28 @@ pub(super) fn api_tokens(
                 }
             }
         };
-        let mut select = format!(
-            "SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1"
-        );
         let mut params = vec![Param::Text(&query.user_id)];
-        if let Some(name) = &query.name {
-            select.push_str(" AND name = ?2");
-            params.push(Param::Text(name));
-        }
-        let sql = keyset_select(&select, params.len(), &["created_at", "id"], page);
+        let select = match &query.name {
+            None => concat!(
+                "SELECT ",
+                token_columns!(),
+                " FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1"
+            ),
+            Some(name) => {
+                params.push(Param::Text(name));
+                concat!(
+                    "SELECT ",
+                    token_columns!(),
+                    " FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1 AND name = ?2"
+                )
+            }
+        };
+        let sql = keyset_select(select, params.len(), &["created_at", "id"], page);
         if let Some((created_at, id)) = after {
             params.extend([Param::Int(created_at), Param::Text(id)]);
         }
         params.push(Param::Int(page.fetch_count() as i64));
-        let rows = query_all(db, &sql, &params, api_token)?;
+        let rows = query_all(db, sql, &params, api_token)?;
         Ok(Page::from_overfetch(rows, page))
     })
 }
@@ -147,7 +179,7 @@ pub(super) fn api_tokens(
 pub(super) fn proxy_settings(
     db: &mut dyn Db,
     query: &ProxySettingsQuery,
-) -> Result<Page<StoredProxySettings>, StoreError> {
+) -> Result<JsonPage, StoreError> {
     let page = &query.page;
     reading(db, |db| {
         let organization = query_opt(
@@ -186,14 +218,34 @@ pub(super) fn proxy_settings(
         let mut params = vec![Param::Text(&query.project_id)];
         params.extend(after.map(|revision| Param::Int(revision.into())));
         params.push(Param::Int(page.fetch_count() as i64));
-        let rows = query_all(db, &sql, &params, |row| {
-            Ok(StoredProxySettings {
-                revision: revision(row, 0)?,
-                json: row.text(1)?,
-            })
-        })?;
-        Ok(Page::from_overfetch(rows, page))
+        json_page(db, sql, &params, page, 1, |row| {
+            Ok(revision(row, 0)?.to_string())
+        })
     })
+}
+
+/// One page of an ordered range read, the stored JSON in column
+/// `body` copied straight from the row into the page. The row past the
+/// page is not read: it only tells that more follow.
+fn json_page(
+    db: &mut dyn Db,
+    sql: &str,
+    params: &[Param<'_>],
+    page: &PageRequest,
+    body: usize,
+    key: impl Fn(&dyn Row) -> Result<String, StoreError>,
+) -> Result<JsonPage, StoreError> {
+    let mut out = JsonPage::default();
+    db.query(sql, params, &mut |row| {
+        if out.count == page.limit as usize {
+            out.has_more = true;
+            return Ok(false);
+        }
+        let mut written = Ok(());
+        out.push(key(row)?, |joined| written = row.append_bytes(body, joined));
+        written.map(|()| true)
+    })?;
+    Ok(out)
 }
 
 /// A revision's key as the listing gives it: its decimal digits, no sign,
@@ -204,11 +256,39 @@ fn parse_revision(key: &str) -> Option<u32> {
     canonical.then(|| key.parse().ok()).flatten()
 }
 
-/// Appends to `select` (whose own placeholders are `?1` to `?{bound}`) the
-/// keyset condition when the page starts after a key, then the order and
-/// the limit. The caller binds, after its own arguments: the start item's
-/// keys (when `page.start_key` is set), then the number of rows to fetch.
-fn keyset_select(select: &str, bound: usize, keys: &[&str], page: &PageRequest) -> String {
+/// `select` (whose own placeholders are `?1` to `?{bound}`) with the keyset
+/// condition when the page starts after a key, then the order and the
+/// limit. The caller binds, after its own arguments: the start item's keys
+/// (when `page.start_key` is set), then the number of rows to fetch.
+///
+/// Each shape is built once per thread and kept (there are a few dozen at
+/// most): building the text costs more than running the prepared
+/// statement.
+fn keyset_select(
+    select: &'static str,
+    bound: usize,
+    keys: &'static [&'static str],
+    page: &PageRequest,
+) -> &'static str {
+    thread_local! {
+        static BUILT: RefCell<HashMap<(usize, bool, bool), &'static str>> =
+            RefCell::new(HashMap::new());
+    }
+    // A select always comes with the same keys and bound placeholders:
+    // its address names the shape.
+    let shape = (
+        select.as_ptr() as usize,
+        page.direction == Direction::Asc,
+        page.start_key.is_some(),
+    );
+    BUILT.with(|built| {
+        *built.borrow_mut().entry(shape).or_insert_with(|| {
+            Box::leak(build_keyset_select(select, bound, keys, page).into_boxed_str())
+        })
+    })
+}
+
+fn build_keyset_select(select: &str, bound: usize, keys: &[&str], page: &PageRequest) -> String {
     let (comparison, order) = match page.direction {
         Direction::Asc => (">", "ASC"),
         Direction::Desc => ("<", "DESC"),
@@ -236,11 +316,15 @@ fn keyset_select(select: &str, bound: usize, keys: &[&str], page: &PageRequest) 
     sql
 }
 
-/// The columns [`api_token`] reads, in its order.
-pub(super) const TOKEN_COLUMNS: &str =
-    "id, user_id, name, from_browser, last_used_at, expires_at, created_at, updated_at, hint";
+/// The columns [`api_token`] reads, in its order (a macro, for `concat!`).
+macro_rules! token_columns {
+    () => {
+        "id, user_id, name, from_browser, last_used_at, expires_at, created_at, updated_at, hint"
+    };
+}
+pub(super) use token_columns;
 
-/// An api_token object from a row selected with [`TOKEN_COLUMNS`] first.
+/// An api_token object from a row selected with [`token_columns`] first.
 pub(super) fn api_token(row: &dyn Row) -> Result<ApiToken, StoreError> {
     Ok(ApiToken {
         object: ApiTokenTag::Tag,
@@ -290,7 +374,7 @@ mod tests {
     #[test]
     fn keyset_sql_shapes() {
         assert_eq!(
-            keyset_select(
+            build_keyset_select(
                 "SELECT x FROM t WHERE a = ?1",
                 1,
                 &["created_at", "id"],
@@ -299,7 +383,7 @@ mod tests {
             "SELECT x FROM t WHERE a = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2"
         );
         assert_eq!(
-            keyset_select(
+            build_keyset_select(
                 "SELECT x FROM t WHERE a = ?1",
                 1,
                 &["created_at", "id"],
@@ -308,7 +392,7 @@ mod tests {
             "SELECT x FROM t WHERE a = ?1 AND (created_at, id) > (?2, ?3) ORDER BY created_at ASC, id ASC LIMIT ?4"
         );
         assert_eq!(
-            keyset_select(
+            build_keyset_select(
                 "SELECT x FROM t WHERE a = ?1 AND b = ?2",
                 2,
                 &["revision"],

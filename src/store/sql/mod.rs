@@ -24,8 +24,8 @@ use async_trait::async_trait;
 use tokio::sync::mpsc;
 
 use super::{
-    ApiTokensQuery, NewToken, ProjectsQuery, ProxySettingsQuery, Store, StoreError, StoredProject,
-    StoredProxySettings, TokenGrant, TokenUse,
+    ApiTokensQuery, JsonPage, NewToken, ProjectsQuery, ProxySettingsQuery, Store, StoreError,
+    TokenGrant, TokenUse,
 };
 use crate::domain::api_token::{ApiToken, TokenRecord};
 use crate::domain::directory::{Organization, User};
@@ -49,6 +49,8 @@ pub trait Row {
     fn int(&self, column: usize) -> Result<i64, StoreError>;
     fn opt_int(&self, column: usize) -> Result<Option<i64>, StoreError>;
     fn text(&self, column: usize) -> Result<String, StoreError>;
+    /// Appends a text column's bytes, as stored (no UTF-8 check).
+    fn append_bytes(&self, column: usize, out: &mut Vec<u8>) -> Result<(), StoreError>;
     fn boolean(&self, column: usize) -> Result<bool, StoreError>;
 }
 
@@ -191,16 +193,16 @@ impl<D: Driver> SqlStore<D> {
         bounded: Bound,
         work: impl Fn(&mut dyn Db) -> Result<T, StoreError> + Send + Sync + 'static,
     ) -> Result<T, StoreError> {
-        let work = Arc::new(work);
-        let attempt = || {
-            let (driver, work) = (self.driver.clone(), work.clone());
-            move || work(&mut driver.reader()?)
-        };
         if let Bound::Request = bounded
             && let Some(mut connection) = self.driver.instant_reader()
         {
             return work(&mut connection);
         }
+        let work = Arc::new(work);
+        let attempt = || {
+            let (driver, work) = (self.driver.clone(), work.clone());
+            move || work(&mut driver.reader()?)
+        };
         let started = Instant::now();
         match self.run(bounded, self.request_timeout, attempt()).await {
             Err(StoreError::Unavailable(_))
@@ -271,7 +273,7 @@ impl<D: Driver> Store for SqlStore<D> {
         .await
     }
 
-    async fn list_projects(&self, query: ProjectsQuery) -> Result<Page<StoredProject>, StoreError> {
+    async fn list_projects(&self, query: ProjectsQuery) -> Result<JsonPage, StoreError> {
         self.read(Bound::Request, move |db| listings::projects(db, &query))
             .await
     }
@@ -281,10 +283,7 @@ impl<D: Driver> Store for SqlStore<D> {
             .await
     }
 
-    async fn list_proxy_settings(
-        &self,
-        query: ProxySettingsQuery,
-    ) -> Result<Page<StoredProxySettings>, StoreError> {
+    async fn list_proxy_settings(&self, query: ProxySettingsQuery) -> Result<JsonPage, StoreError> {
         self.read(Bound::Request, move |db| {
             listings::proxy_settings(db, &query)
         })
