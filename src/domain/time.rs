@@ -7,7 +7,6 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use time::macros::format_description;
 
 /// A point in time with millisecond precision, UTC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -62,21 +61,44 @@ impl Timestamp {
 )]
 pub struct InvalidTimestamp;
 
+impl Timestamp {
+    /// The wire format's 24 ASCII bytes, written by hand: listings write
+    /// several per item, and a formatter's machinery costs several times
+    /// more.
+    fn wire_bytes(self) -> [u8; 24] {
+        let instant = OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1_000_000)
+            .expect("a Timestamp is within years 1 to 9999");
+        let (year, month, day) = instant.to_calendar_date();
+        let (hour, minute, second, milli) = instant.to_hms_milli();
+        let mut out = *b"0000-00-00T00:00:00.000Z";
+        let mut put = |at: usize, width: usize, mut value: u32| {
+            for i in (at..at + width).rev() {
+                out[i] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        put(0, 4, year as u32);
+        put(5, 2, u8::from(month).into());
+        put(8, 2, day.into());
+        put(11, 2, hour.into());
+        put(14, 2, minute.into());
+        put(17, 2, second.into());
+        put(20, 3, milli.into());
+        out
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const WIRE_FORMAT: &[time::format_description::BorrowedFormatItem<'_>] = format_description!(
-            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-        );
-        let instant = OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1_000_000)
-            .map_err(|_| fmt::Error)?;
-        let text = instant.format(WIRE_FORMAT).map_err(|_| fmt::Error)?;
-        f.write_str(&text)
+        let bytes = self.wire_bytes();
+        f.write_str(std::str::from_utf8(&bytes).expect("ASCII digits and separators"))
     }
 }
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        let bytes = self.wire_bytes();
+        serializer.serialize_str(std::str::from_utf8(&bytes).expect("ASCII digits and separators"))
     }
 }
 
@@ -126,6 +148,27 @@ mod tests {
             Timestamp::from_millis(MAX_MILLIS).unwrap().to_string(),
             "9999-12-31T23:59:59.999Z"
         );
+    }
+
+    #[test]
+    fn the_hand_written_format_is_the_library_format() {
+        use time::macros::format_description;
+        let wire_format = format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+        );
+        // An odd stride through the whole range: every field takes many values.
+        let stride = (MAX_MILLIS - MIN_MILLIS) / 300_007;
+        let samples = (0..=300_007).map(|i| MIN_MILLIS + i * stride);
+        for millis in samples.chain([MIN_MILLIS, MAX_MILLIS, -1, 0, 1, 951_782_400_000]) {
+            let instant =
+                OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000).unwrap();
+            let t = Timestamp::from_millis(millis).unwrap();
+            assert_eq!(
+                t.to_string(),
+                instant.format(wire_format).unwrap(),
+                "{millis}"
+            );
+        }
     }
 
     #[test]

@@ -254,9 +254,17 @@ mod tests {
             ..JsonPage::default()
         };
         for item in [r#"{"a":1}"#, r#"{"b":"\u00e9\"x"}"#] {
-            page.push("k\"1".into(), |joined| {
-                joined.extend_from_slice(item.as_bytes())
-            });
+            page.push::<()>(
+                |key| {
+                    key.push_str("k\"1");
+                    Ok(())
+                },
+                |joined| {
+                    joined.extend_from_slice(item.as_bytes());
+                    Ok(())
+                },
+            )
+            .unwrap();
         }
         let response = list_response("/v1/p\"q", page);
         assert_eq!(

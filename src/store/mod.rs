@@ -188,14 +188,22 @@ pub struct JsonPage {
 }
 
 impl JsonPage {
-    /// Appends an item: `write` writes its JSON.
-    pub fn push(&mut self, key: String, write: impl FnOnce(&mut Vec<u8>)) {
+    /// Appends an item: `key` writes its key (into a buffer reused from
+    /// item to item), `item` its JSON.
+    pub fn push<E>(
+        &mut self,
+        key: impl FnOnce(&mut String) -> Result<(), E>,
+        item: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<(), E> {
         if self.count > 0 {
             self.joined.push(b',');
         }
-        write(&mut self.joined);
+        item(&mut self.joined)?;
+        let last_key = self.last_key.get_or_insert_with(String::new);
+        last_key.clear();
+        key(last_key)?;
         self.count += 1;
-        self.last_key = Some(key);
+        Ok(())
     }
 }
 

@@ -239,6 +239,11 @@ impl Row for PostgresRow<'_> {
         Ok(())
     }
 
+    fn append_text(&self, column: usize, out: &mut String) -> Result<(), StoreError> {
+        out.push_str(self.0.try_get::<_, &str>(column)?);
+        Ok(())
+    }
+
     fn boolean(&self, column: usize) -> Result<bool, StoreError> {
         Ok(self.0.try_get(column)?)
     }

@@ -159,6 +159,16 @@ impl Db for r2d2::PooledConnection<Connector> {
 
 struct SqliteRow<'a>(&'a rusqlite::Row<'a>);
 
+impl SqliteRow<'_> {
+    fn text_ref(&self, column: usize) -> Result<rusqlite::types::ValueRef<'_>, StoreError> {
+        Ok(self.0.get_ref(column)?)
+    }
+}
+
+fn column_error(column: usize) -> impl Fn(rusqlite::types::FromSqlError) -> StoreError {
+    move |e| StoreError::Internal(format!("SQLite column {column}: {e}"))
+}
+
 impl Row for SqliteRow<'_> {
     fn int(&self, column: usize) -> Result<i64, StoreError> {
         Ok(self.0.get(column)?)
@@ -173,11 +183,20 @@ impl Row for SqliteRow<'_> {
     }
 
     fn append_bytes(&self, column: usize, out: &mut Vec<u8>) -> Result<(), StoreError> {
-        let value = self.0.get_ref(column)?;
-        let bytes = value
-            .as_bytes()
-            .map_err(|e| StoreError::Internal(format!("SQLite column {column}: {e}")))?;
-        out.extend_from_slice(bytes);
+        out.extend_from_slice(
+            self.text_ref(column)?
+                .as_bytes()
+                .map_err(column_error(column))?,
+        );
+        Ok(())
+    }
+
+    fn append_text(&self, column: usize, out: &mut String) -> Result<(), StoreError> {
+        out.push_str(
+            self.text_ref(column)?
+                .as_str()
+                .map_err(column_error(column))?,
+        );
         Ok(())
     }
 

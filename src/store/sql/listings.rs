@@ -50,11 +50,33 @@ pub(super) fn find_token(
 
 pub(super) fn projects(db: &mut dyn Db, query: &ProjectsQuery) -> Result<JsonPage, StoreError> {
     let page = &query.page;
-    // The start key and the rows must come from one snapshot: one read
-    // transaction, unless the whole read is one statement (a first page of
-    // one organization, the common case), which is a snapshot by itself.
-    let one_statement = page.start_key.is_none() && query.organizations.len() == 1;
-    let read = |db: &mut dyn Db| {
+    if let [organization] = &query.organizations[..] {
+        // One organization, the common case: one range read on the index
+        // (organization_id, created_at, id), already in page order, the
+        // start item found by a subquery. One statement is one snapshot: no
+        // transaction needed. Without rows it cannot tell an unknown start
+        // key from the end of the list: the general read below tells.
+        let sql = keyset_select(
+            "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_id = ?1",
+            1,
+            &["created_at", "id"],
+            StartKeys::Selected {
+                subquery: "SELECT created_at, id FROM projects WHERE id = ?2 AND organization_id = ?1",
+                binds: 1,
+            },
+            page,
+        );
+        let mut params = vec![Param::Text(organization)];
+        params.extend(page.start_key.as_deref().map(Param::Text));
+        params.push(Param::Int(page.fetch_count() as i64));
+        let found = json_page(db, sql, &params, page, 2, |row, key| {
+            row.append_text(1, key)
+        })?;
+        if found.count > 0 || page.start_key.is_none() {
+            return Ok(found);
+        }
+    }
+    reading(db, |db| {
         let after = match &page.start_key {
             None => None,
             Some(key) => {
@@ -78,27 +100,19 @@ pub(super) fn projects(db: &mut dyn Db, query: &ProjectsQuery) -> Result<JsonPag
             "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_id = ?1",
             1,
             &["created_at", "id"],
+            StartKeys::Bound,
             page,
         );
-        let fetch = page.fetch_count() as i64;
-        let params = |organization| {
+        // One range read per organization, merged.
+        let mut lists = Vec::with_capacity(query.organizations.len());
+        for organization in query.organizations.iter() {
             let mut params = vec![Param::Text(organization)];
             if let Some((created_at, id)) = after {
                 params.extend([Param::Int(created_at), Param::Text(id)]);
             }
-            params.push(Param::Int(fetch));
-            params
-        };
-        if let [organization] = &query.organizations[..] {
-            // One range read on the index (organization_id, created_at, id),
-            // already in page order: straight into the page.
-            return json_page(db, sql, &params(organization), page, 2, |row| row.text(1));
-        }
-        // One range read per organization, merged.
-        let mut lists = Vec::with_capacity(query.organizations.len());
-        for organization in query.organizations.iter() {
+            params.push(Param::Int(page.fetch_count() as i64));
             let mut list = Vec::with_capacity(page.fetch_count());
-            db.query(sql, &params(organization), &mut |row| {
+            db.query(sql, &params, &mut |row| {
                 let mut json = Vec::new();
                 // A list's row past the page is never shown (it follows a
                 // full page of that list's own rows): its body stays unread.
@@ -116,15 +130,19 @@ pub(super) fn projects(db: &mut dyn Db, query: &ProjectsQuery) -> Result<JsonPag
             ..JsonPage::default()
         };
         for (_, id, json) in merged.into_iter().take(page.limit as usize) {
-            out.push(id, |joined| joined.extend_from_slice(&json));
+            out.push::<StoreError>(
+                |key| {
+                    key.push_str(&id);
+                    Ok(())
+                },
+                |joined| {
+                    joined.extend_from_slice(&json);
+                    Ok(())
+                },
+            )?;
         }
         Ok(out)
-    };
-    if one_statement {
-        read(db)
-    } else {
-        reading(db, read)
-    }
+    })
 }
 
 pub(super) fn api_tokens(
@@ -132,7 +150,7 @@ pub(super) fn api_tokens(
     query: &ApiTokensQuery,
 ) -> Result<Page<ApiToken>, StoreError> {
     let page = &query.page;
-    reading(db, |db| {
+    let read = |db: &mut dyn Db| {
         let after = match &page.start_key {
             None => None,
             Some(key) => {
@@ -166,14 +184,27 @@ pub(super) fn api_tokens(
                 )
             }
         };
-        let sql = keyset_select(select, params.len(), &["created_at", "id"], page);
+        let sql = keyset_select(
+            select,
+            params.len(),
+            &["created_at", "id"],
+            StartKeys::Bound,
+            page,
+        );
         if let Some((created_at, id)) = after {
             params.extend([Param::Int(created_at), Param::Text(id)]);
         }
         params.push(Param::Int(page.fetch_count() as i64));
         let rows = query_all(db, sql, &params, api_token)?;
         Ok(Page::from_overfetch(rows, page))
-    })
+    };
+    // The start key and the rows must come from one snapshot. Without a
+    // start key the read is one statement: a snapshot by itself.
+    if page.start_key.is_none() {
+        read(db)
+    } else {
+        reading(db, read)
+    }
 }
 
 pub(super) fn proxy_settings(
@@ -213,13 +244,16 @@ pub(super) fn proxy_settings(
             "SELECT revision, body FROM proxy_settings WHERE project_id = ?1",
             1,
             &["revision"],
+            StartKeys::Bound,
             page,
         );
         let mut params = vec![Param::Text(&query.project_id)];
         params.extend(after.map(|revision| Param::Int(revision.into())));
         params.push(Param::Int(page.fetch_count() as i64));
-        json_page(db, sql, &params, page, 1, |row| {
-            Ok(revision(row, 0)?.to_string())
+        json_page(db, sql, &params, page, 1, |row, key| {
+            use std::fmt::Write;
+            write!(key, "{}", revision(row, 0)?).expect("writing to a String succeeds");
+            Ok(())
         })
     })
 }
@@ -233,7 +267,7 @@ fn json_page(
     params: &[Param<'_>],
     page: &PageRequest,
     body: usize,
-    key: impl Fn(&dyn Row) -> Result<String, StoreError>,
+    key: impl Fn(&dyn Row, &mut String) -> Result<(), StoreError>,
 ) -> Result<JsonPage, StoreError> {
     let mut out = JsonPage::default();
     db.query(sql, params, &mut |row| {
@@ -241,9 +275,14 @@ fn json_page(
             out.has_more = true;
             return Ok(false);
         }
-        let mut written = Ok(());
-        out.push(key(row)?, |joined| written = row.append_bytes(body, joined));
-        written.map(|()| true)
+        out.push(|k| key(row, k), |joined| row.append_bytes(body, joined))?;
+        if out.count == 1 {
+            // Items of a list are alike in size: room for the page at once
+            // rather than growing (and copying) it item by item.
+            let room = (out.joined.len() + 1) * (page.limit as usize - 1);
+            out.joined.reserve(room);
+        }
+        Ok(true)
     })?;
     Ok(out)
 }
@@ -256,10 +295,24 @@ fn parse_revision(key: &str) -> Option<u32> {
     canonical.then(|| key.parse().ok()).flatten()
 }
 
+/// Where a page that starts after an item gets that item's keys.
+#[derive(Clone, Copy)]
+enum StartKeys {
+    /// Bound as parameters, one per key column.
+    Bound,
+    /// Selected by a subquery (one row of the key columns), whose own
+    /// placeholders number on from the select's.
+    Selected {
+        subquery: &'static str,
+        binds: usize,
+    },
+}
+
 /// `select` (whose own placeholders are `?1` to `?{bound}`) with the keyset
 /// condition when the page starts after a key, then the order and the
 /// limit. The caller binds, after its own arguments: the start item's keys
-/// (when `page.start_key` is set), then the number of rows to fetch.
+/// or the subquery's arguments (when `page.start_key` is set), then the
+/// number of rows to fetch.
 ///
 /// Each shape is built once per thread and kept (there are a few dozen at
 /// most): building the text costs more than running the prepared
@@ -268,27 +321,39 @@ fn keyset_select(
     select: &'static str,
     bound: usize,
     keys: &'static [&'static str],
+    start: StartKeys,
     page: &PageRequest,
 ) -> &'static str {
+    /// Select's address, subquery's address (or 0), ascending, after a key.
+    type Shape = (usize, usize, bool, bool);
     thread_local! {
-        static BUILT: RefCell<HashMap<(usize, bool, bool), &'static str>> =
-            RefCell::new(HashMap::new());
+        static BUILT: RefCell<HashMap<Shape, &'static str>> = RefCell::new(HashMap::new());
     }
     // A select always comes with the same keys and bound placeholders:
-    // its address names the shape.
+    // its address (and the subquery's) names the shape.
     let shape = (
         select.as_ptr() as usize,
+        match start {
+            StartKeys::Bound => 0,
+            StartKeys::Selected { subquery, .. } => subquery.as_ptr() as usize,
+        },
         page.direction == Direction::Asc,
         page.start_key.is_some(),
     );
     BUILT.with(|built| {
         *built.borrow_mut().entry(shape).or_insert_with(|| {
-            Box::leak(build_keyset_select(select, bound, keys, page).into_boxed_str())
+            Box::leak(build_keyset_select(select, bound, keys, start, page).into_boxed_str())
         })
     })
 }
 
-fn build_keyset_select(select: &str, bound: usize, keys: &[&str], page: &PageRequest) -> String {
+fn build_keyset_select(
+    select: &str,
+    bound: usize,
+    keys: &[&str],
+    start: StartKeys,
+    page: &PageRequest,
+) -> String {
     let (comparison, order) = match page.direction {
         Direction::Asc => (">", "ASC"),
         Direction::Desc => ("<", "DESC"),
@@ -301,11 +366,17 @@ fn build_keyset_select(select: &str, bound: usize, keys: &[&str], page: &PageReq
     let mut sql = String::from(select);
     if page.start_key.is_some() {
         let columns = keys.join(", ");
-        let values: Vec<String> = keys.iter().map(|_| placeholder()).collect();
-        sql.push_str(&format!(
-            " AND ({columns}) {comparison} ({})",
-            values.join(", ")
-        ));
+        let values = match start {
+            StartKeys::Bound => {
+                let values: Vec<String> = keys.iter().map(|_| placeholder()).collect();
+                values.join(", ")
+            }
+            StartKeys::Selected { subquery, binds } => {
+                (0..binds).for_each(|_| drop(placeholder()));
+                subquery.to_string()
+            }
+        };
+        sql.push_str(&format!(" AND ({columns}) {comparison} ({values})"));
     }
     let ordering: Vec<String> = keys.iter().map(|k| format!("{k} {order}")).collect();
     sql.push_str(&format!(
@@ -378,6 +449,7 @@ mod tests {
                 "SELECT x FROM t WHERE a = ?1",
                 1,
                 &["created_at", "id"],
+                StartKeys::Bound,
                 &page(Direction::Desc, None)
             ),
             "SELECT x FROM t WHERE a = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2"
@@ -387,6 +459,7 @@ mod tests {
                 "SELECT x FROM t WHERE a = ?1",
                 1,
                 &["created_at", "id"],
+                StartKeys::Bound,
                 &page(Direction::Asc, Some("k"))
             ),
             "SELECT x FROM t WHERE a = ?1 AND (created_at, id) > (?2, ?3) ORDER BY created_at ASC, id ASC LIMIT ?4"
@@ -396,9 +469,23 @@ mod tests {
                 "SELECT x FROM t WHERE a = ?1 AND b = ?2",
                 2,
                 &["revision"],
+                StartKeys::Bound,
                 &page(Direction::Desc, Some("3"))
             ),
             "SELECT x FROM t WHERE a = ?1 AND b = ?2 AND (revision) < (?3) ORDER BY revision DESC LIMIT ?4"
+        );
+        assert_eq!(
+            build_keyset_select(
+                "SELECT x FROM t WHERE a = ?1",
+                1,
+                &["created_at", "id"],
+                StartKeys::Selected {
+                    subquery: "SELECT created_at, id FROM t WHERE id = ?2",
+                    binds: 1
+                },
+                &page(Direction::Desc, Some("k"))
+            ),
+            "SELECT x FROM t WHERE a = ?1 AND (created_at, id) < (SELECT created_at, id FROM t WHERE id = ?2) ORDER BY created_at DESC, id DESC LIMIT ?3"
         );
     }
 

@@ -51,6 +51,8 @@ pub trait Row {
     fn text(&self, column: usize) -> Result<String, StoreError>;
     /// Appends a text column's bytes, as stored (no UTF-8 check).
     fn append_bytes(&self, column: usize, out: &mut Vec<u8>) -> Result<(), StoreError>;
+    /// Appends a text column (checked UTF-8).
+    fn append_text(&self, column: usize, out: &mut String) -> Result<(), StoreError>;
     fn boolean(&self, column: usize) -> Result<bool, StoreError>;
 }
 
