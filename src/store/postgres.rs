@@ -1,21 +1,38 @@
 //! The PostgreSQL store's driver: several stateless `proxydeck serve`
 //! processes can share one database.
 //!
-//! Like the SQLite driver, it pools blocking connections (the `postgres`
-//! crate, the synchronous face of tokio-postgres) and the store runs each
-//! call on tokio's blocking pool, so both backends share every line of the
-//! store's logic (`store::sql`). Statements are prepared once per
-//! connection and cached.
+//! It talks to PostgreSQL with tokio-postgres, awaiting the network on the
+//! request's own task (no hop to a blocking thread). Connections are of
+//! two kinds:
+//!
+//! - shared clients, for statements outside transactions (most listings
+//!   are one statement): many requests use one at once and their
+//!   statements are pipelined on it, so a few connections serve many
+//!   concurrent requests;
+//! - exclusive connections, from a pool, for transactions: a connection
+//!   is checked out at `BEGIN` and given back at `COMMIT`/`ROLLBACK`.
+//!
+//! Statements are prepared once per connection and cached, and sessions ask
+//! for generic plans (`plan_cache_mode = force_generic_plan`): a listing's
+//! plan never depends on its values, and PostgreSQL otherwise plans each of
+//! the first executions of a prepared statement anew (measured in
+//! bench/RESULTS.md).
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use postgres::error::SqlState;
-use postgres::types::ToSql;
-use postgres::{Client, NoTls, Statement};
+use async_trait::async_trait;
+use deadpool::managed::{self, Metrics, Object, PoolError, RecycleError, RecycleResult};
+use futures_util::TryStreamExt as _;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use super::sql::{Db, Driver, Param, Row, SqlStore};
+use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
 use super::{StoreError, StoreOptions};
 
 mod embedded {
@@ -29,31 +46,29 @@ const MIGRATION_LOCK: i64 = 0x0070_726f_7879_646b; // "proxydk"
 /// lacks (one instance at a time, under an advisory lock).
 pub async fn open(url: String, options: StoreOptions) -> anyhow::Result<SqlStore<PostgresDriver>> {
     let timeout = options.timeout;
-    let driver =
-        tokio::task::spawn_blocking(move || PostgresDriver::open(&url, &options)).await??;
+    let driver = PostgresDriver::open(&url, &options).await?;
     Ok(SqlStore::new(driver, timeout))
 }
 
-pub struct PostgresDriver {
-    /// Always `Some` but while being dropped.
-    pool: Option<r2d2::Pool<Connector>>,
+/// How `--pool-size` connections are split: half (at least one) exclusive
+/// for transactions, the rest (at least one) shared by single statements.
+pub fn connection_split(pool_size: u32) -> (usize, usize) {
+    let exclusive = (pool_size as usize / 2).max(1);
+    let shared = (pool_size as usize).saturating_sub(exclusive).max(1);
+    (exclusive, shared)
 }
 
-/// A `postgres::Client` closes by blocking on its own runtime, which may
-/// not happen on an async thread (where the store is dropped when the
-/// service stops): the connections are closed on a thread of their own.
-impl Drop for PostgresDriver {
-    fn drop(&mut self) {
-        if let Some(pool) = self.pool.take() {
-            let _ = std::thread::spawn(move || drop(pool)).join();
-        }
-    }
+pub struct PostgresDriver {
+    connector: Connector,
+    shared: Vec<SharedClient>,
+    next_shared: AtomicUsize,
+    exclusive: managed::Pool<Connector>,
 }
 
 impl PostgresDriver {
-    fn open(url: &str, options: &StoreOptions) -> anyhow::Result<Self> {
+    async fn open(url: &str, options: &StoreOptions) -> anyhow::Result<Self> {
         // The URL may hold a password: errors never repeat it.
-        let mut config: postgres::Config = url
+        let mut config: Config = url
             .parse()
             .map_err(|e| anyhow::anyhow!("the PostgreSQL URL is not valid: {e}"))?;
         if config.get_connect_timeout().is_none() {
@@ -62,38 +77,95 @@ impl PostgresDriver {
         if config.get_application_name().is_none() {
             config.application_name("proxydeck");
         }
+        let generic_plans = "-c plan_cache_mode=force_generic_plan";
+        let session_options = match config.get_options() {
+            Some(given) => format!("{given} {generic_plans}"),
+            None => generic_plans.to_owned(),
+        };
+        config.options(&session_options);
         // A server that vanishes without closing the connection (a network
         // partition, a crashed host) is noticed instead of waited on forever.
         config
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(30))
             .tcp_user_timeout(options.timeout.max(Duration::from_secs(5)));
+        let connector = Connector { config };
 
-        let mut client = config
-            .connect(NoTls)
+        let mut setup = connector
+            .connect()
+            .await
             .context("cannot connect to PostgreSQL")?;
-        migrate(&mut client)?;
-        drop(client);
+        migrate(&mut setup.client).await?;
+        drop(setup);
 
-        let pool = r2d2::Pool::builder()
-            .max_size(options.pool_size.max(1))
-            .connection_timeout(options.timeout)
-            // A stale connection shows itself on first use; the store then
-            // retries reads once on another (see `SqlStore::read`).
-            .test_on_check_out(false)
-            .error_handler(Box::new(LogConnectErrors))
-            .build(Connector { config })
-            .context("cannot open connections to PostgreSQL")?;
-        Ok(Self { pool: Some(pool) })
+        let (exclusive, shared) = connection_split(options.pool_size);
+        let mut clients = Vec::with_capacity(shared);
+        for _ in 0..shared {
+            let connection = connector
+                .connect()
+                .await
+                .context("cannot connect to PostgreSQL")?;
+            clients.push(SharedClient {
+                current: Mutex::new(Some(Arc::new(connection))),
+                reconnect: tokio::sync::Mutex::new(()),
+            });
+        }
+        let pool = managed::Pool::builder(Connector {
+            config: connector.config.clone(),
+        })
+        .max_size(exclusive)
+        .wait_timeout(Some(options.timeout))
+        .create_timeout(Some(options.timeout))
+        .recycle_timeout(Some(options.timeout))
+        .runtime(deadpool::Runtime::Tokio1)
+        .build()
+        .context("cannot make the PostgreSQL connection pool")?;
+        Ok(Self {
+            connector,
+            shared: clients,
+            next_shared: AtomicUsize::new(0),
+            exclusive: pool,
+        })
+    }
+
+    /// A shared client (round robin), connected anew if it was lost.
+    async fn shared_connection(&self) -> Result<Arc<PgConnection>, StoreError> {
+        let slot =
+            &self.shared[self.next_shared.fetch_add(1, Ordering::Relaxed) % self.shared.len()];
+        if let Some(connection) = slot.live() {
+            return Ok(connection);
+        }
+        // One task reconnects; the others wait for it, then use its client.
+        let _reconnecting = slot.reconnect.lock().await;
+        if let Some(connection) = slot.live() {
+            return Ok(connection);
+        }
+        let connection = Arc::new(self.connector.connect().await?);
+        *slot.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// An exclusive connection, waiting at most the configured timeout.
+    async fn checkout(&self) -> Result<Object<Connector>, StoreError> {
+        self.exclusive.get().await.map_err(|error| match error {
+            PoolError::Backend(error) => error.into(),
+            PoolError::Timeout(_) => {
+                StoreError::Unavailable("no database connection in time".into())
+            }
+            other => StoreError::Unavailable(format!("no database connection: {other}")),
+        })
     }
 }
 
-fn migrate(client: &mut Client) -> anyhow::Result<()> {
+async fn migrate(client: &mut Client) -> anyhow::Result<()> {
     client
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+        .await
         .context("cannot take the migration lock")?;
-    let report = embedded::migrations::runner().run(client);
-    let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
+    let report = embedded::migrations::runner().run_async(client).await;
+    let _ = client
+        .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+        .await;
     let report = report.context("cannot apply the schema migrations to PostgreSQL")?;
     for migration in report.applied_migrations() {
         tracing::info!(
@@ -106,41 +178,216 @@ fn migrate(client: &mut Client) -> anyhow::Result<()> {
 }
 
 impl Driver for PostgresDriver {
-    type Connection = r2d2::PooledConnection<Connector>;
-
-    fn reader(&self) -> Result<Self::Connection, StoreError> {
-        self.writer()
+    fn run<Q, T>(
+        self: &Arc<Self>,
+        _access: Access,
+        input: Arc<Q>,
+        work: Work<Q, T>,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send
+    where
+        Q: Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        let mut session = PgSession::new(self.clone(), None);
+        async move { work(&mut session, &input).await }
     }
 
-    fn writer(&self) -> Result<Self::Connection, StoreError> {
-        self.pool
-            .as_ref()
-            .expect("the pool lives as long as the driver")
-            .get()
-            .map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))
+    /// The job keeps one exclusive connection from start to end.
+    fn read_on_thread<Q, T>(
+        self: &Arc<Self>,
+        input: Arc<Q>,
+        work: Work<Q, T>,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send
+    where
+        Q: Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        let driver = self.clone();
+        async move {
+            let connection = driver.checkout().await?;
+            let session = PgSession::new(driver, Some(connection));
+            on_blocking_thread(move || Ok(session), input, work).await
+        }
+    }
+}
+
+/// One slot of a shared client.
+struct SharedClient {
+    current: Mutex<Option<Arc<PgConnection>>>,
+    /// Held by the one task that connects the slot anew.
+    reconnect: tokio::sync::Mutex<()>,
+}
+
+impl SharedClient {
+    fn live(&self) -> Option<Arc<PgConnection>> {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        current.as_ref().filter(|c| !c.client.is_closed()).cloned()
+    }
+}
+
+/// The store's work on PostgreSQL: single statements go to a shared
+/// client; a transaction takes an exclusive connection for its duration.
+pub struct PgSession {
+    driver: Arc<PostgresDriver>,
+    exclusive: Option<Object<Connector>>,
+    /// The exclusive connection stays for the whole session (a job that
+    /// checked it out up front).
+    pinned: bool,
+    in_transaction: bool,
+}
+
+impl PgSession {
+    fn new(driver: Arc<PostgresDriver>, pinned: Option<Object<Connector>>) -> Self {
+        Self {
+            driver,
+            pinned: pinned.is_some(),
+            exclusive: pinned,
+            in_transaction: false,
+        }
+    }
+
+    async fn begin(&mut self, sql: &str) -> Result<(), StoreError> {
+        let connection = match self.exclusive.take() {
+            Some(connection) => connection,
+            None => self.driver.checkout().await?,
+        };
+        let connection = self.exclusive.insert(connection);
+        self.in_transaction = true;
+        connection.client.batch_execute(sql).await?;
+        Ok(())
+    }
+
+    async fn end(&mut self, sql: &str) -> Result<(), StoreError> {
+        let Some(connection) = &self.exclusive else {
+            return Err(StoreError::Internal("no transaction to end".into()));
+        };
+        let ended = connection.client.batch_execute(sql).await;
+        // Whether it succeeded or not, the transaction is over (a failed
+        // COMMIT rolls back; a broken connection is not reused).
+        self.in_transaction = false;
+        if !self.pinned {
+            self.exclusive = None;
+        }
+        Ok(ended?)
+    }
+}
+
+/// A session dropped in a transaction (its request timed out) must not give
+/// the connection back with the transaction open: it is closed instead.
+impl Drop for PgSession {
+    fn drop(&mut self) {
+        if self.in_transaction
+            && let Some(connection) = self.exclusive.take()
+        {
+            drop(Object::take(connection));
+        }
+    }
+}
+
+#[async_trait]
+impl Db for PgSession {
+    async fn query(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut EachRow<'_>,
+    ) -> Result<(), StoreError> {
+        match &self.exclusive {
+            Some(connection) => connection.query(sql, params, each).await,
+            None => {
+                let shared = self.driver.shared_connection().await?;
+                shared.query(sql, params, each).await
+            }
+        }
+    }
+
+    async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
+        match &self.exclusive {
+            Some(connection) => connection.execute(sql, params).await,
+            None => {
+                let shared = self.driver.shared_connection().await?;
+                shared.execute(sql, params).await
+            }
+        }
+    }
+
+    async fn begin_read(&mut self) -> Result<(), StoreError> {
+        // One snapshot for every statement of the transaction.
+        self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .await
+    }
+
+    async fn begin_write(&mut self) -> Result<(), StoreError> {
+        self.begin("BEGIN").await
+    }
+
+    async fn commit(&mut self) -> Result<(), StoreError> {
+        self.end("COMMIT").await
+    }
+
+    async fn rollback(&mut self) -> Result<(), StoreError> {
+        self.end("ROLLBACK").await
     }
 }
 
 /// Prepared statements kept per connection, at most this many.
 const STATEMENT_CACHE: usize = 128;
 
-pub struct PooledPostgres {
+/// A connection with its prepared statements.
+pub struct PgConnection {
     client: Client,
-    statements: HashMap<String, Statement>,
+    statements: Mutex<HashMap<String, Statement>>,
 }
 
-impl PooledPostgres {
+impl PgConnection {
     /// The prepared form of `sql` (written with `?N` placeholders).
-    fn statement(&mut self, sql: &str) -> Result<Statement, StoreError> {
-        if let Some(statement) = self.statements.get(sql) {
-            return Ok(statement.clone());
+    async fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
+        let cached = self
+            .statements
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(sql)
+            .cloned();
+        if let Some(statement) = cached {
+            return Ok(statement);
         }
-        let statement = self.client.prepare(&dollar_placeholders(sql))?;
-        if self.statements.len() >= STATEMENT_CACHE {
-            self.statements.clear();
+        let statement = self.client.prepare(&dollar_placeholders(sql)).await?;
+        let mut statements = self
+            .statements
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if statements.len() >= STATEMENT_CACHE {
+            statements.clear();
         }
-        self.statements.insert(sql.to_owned(), statement.clone());
+        statements.insert(sql.to_owned(), statement.clone());
         Ok(statement)
+    }
+
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut EachRow<'_>,
+    ) -> Result<(), StoreError> {
+        let statement = self.statement(sql).await?;
+        // Rows stream in as they are read: an export never holds them all.
+        let rows = self
+            .client
+            .query_raw(&statement, params.iter().map(pg_param))
+            .await?;
+        let mut rows = std::pin::pin!(rows);
+        while let Some(row) = rows.try_next().await? {
+            if !each(&PostgresRow(&row))? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    async fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
+        let statement = self.statement(sql).await?;
+        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(pg_param).collect();
+        Ok(self.client.execute(&statement, &params).await?)
     }
 }
 
@@ -172,54 +419,7 @@ fn pg_param<'a>(param: &'a Param<'a>) -> &'a (dyn ToSql + Sync) {
     }
 }
 
-impl Db for r2d2::PooledConnection<Connector> {
-    fn query(
-        &mut self,
-        sql: &str,
-        params: &[Param<'_>],
-        each: &mut dyn FnMut(&dyn Row) -> Result<bool, StoreError>,
-    ) -> Result<(), StoreError> {
-        use postgres::fallible_iterator::FallibleIterator as _;
-        let statement = self.statement(sql)?;
-        // Rows stream in as they are read: an export never holds them all.
-        let mut rows = self
-            .client
-            .query_raw(&statement, params.iter().map(pg_param))?;
-        while let Some(row) = rows.next()? {
-            if !each(&PostgresRow(&row))? {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
-        let statement = self.statement(sql)?;
-        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(pg_param).collect();
-        Ok(self.client.execute(&statement, &params)?)
-    }
-
-    fn begin_read(&mut self) -> Result<(), StoreError> {
-        // One snapshot for every statement of the transaction.
-        Ok(self
-            .client
-            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?)
-    }
-
-    fn begin_write(&mut self) -> Result<(), StoreError> {
-        Ok(self.client.batch_execute("BEGIN")?)
-    }
-
-    fn commit(&mut self) -> Result<(), StoreError> {
-        Ok(self.client.batch_execute("COMMIT")?)
-    }
-
-    fn rollback(&mut self) -> Result<(), StoreError> {
-        Ok(self.client.batch_execute("ROLLBACK")?)
-    }
-}
-
-struct PostgresRow<'a>(&'a postgres::Row);
+struct PostgresRow<'a>(&'a tokio_postgres::Row);
 
 impl Row for PostgresRow<'_> {
     fn int(&self, column: usize) -> Result<i64, StoreError> {
@@ -252,8 +452,8 @@ impl Row for PostgresRow<'_> {
 /// Store errors from PostgreSQL: a lost or refused connection is
 /// `Unavailable`, a uniqueness violation `Conflict`. Messages hold the
 /// server's words (never SQL text) and go to logs only.
-impl From<postgres::Error> for StoreError {
-    fn from(error: postgres::Error) -> Self {
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(error: tokio_postgres::Error) -> Self {
         let Some(server) = error.as_db_error() else {
             return Self::Unavailable(format!("PostgreSQL: {error}"));
         };
@@ -274,37 +474,54 @@ impl From<postgres::Error> for StoreError {
     }
 }
 
-/// Opens pooled connections to the configured server.
+/// Opens connections to the configured server; the exclusive pool's
+/// manager.
 pub struct Connector {
-    config: postgres::Config,
+    config: Config,
 }
 
-impl r2d2::ManageConnection for Connector {
-    type Connection = PooledPostgres;
-    type Error = postgres::Error;
-
-    fn connect(&self) -> Result<PooledPostgres, postgres::Error> {
-        Ok(PooledPostgres {
-            client: self.config.connect(NoTls)?,
-            statements: HashMap::new(),
+impl Connector {
+    async fn connect(&self) -> Result<PgConnection, tokio_postgres::Error> {
+        let (client, connection) = self.config.connect(NoTls).await?;
+        // The connection's socket is driven by a task of its own; it ends
+        // when the client is dropped or the server goes away.
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::warn!(%error, "PostgreSQL connection lost");
+            }
+        });
+        Ok(PgConnection {
+            client,
+            statements: Mutex::new(HashMap::new()),
         })
     }
-
-    fn is_valid(&self, pooled: &mut PooledPostgres) -> Result<(), postgres::Error> {
-        pooled.client.simple_query("").map(drop)
-    }
-
-    fn has_broken(&self, pooled: &mut PooledPostgres) -> bool {
-        pooled.client.is_closed()
-    }
 }
 
-#[derive(Debug)]
-struct LogConnectErrors;
+impl managed::Manager for Connector {
+    type Type = PgConnection;
+    type Error = tokio_postgres::Error;
 
-impl r2d2::HandleError<postgres::Error> for LogConnectErrors {
-    fn handle_error(&self, error: postgres::Error) {
-        tracing::warn!(%error, "PostgreSQL connection failed");
+    async fn create(&self) -> Result<PgConnection, tokio_postgres::Error> {
+        let connected = self.connect().await;
+        if let Err(error) = &connected {
+            tracing::warn!(%error, "PostgreSQL connection failed");
+        }
+        connected
+    }
+
+    /// A closed connection is replaced; a stale one that still looks open
+    /// shows itself on first use (reads are then tried once more, see
+    /// `SqlStore::read`).
+    async fn recycle(
+        &self,
+        connection: &mut PgConnection,
+        _: &Metrics,
+    ) -> RecycleResult<tokio_postgres::Error> {
+        if connection.client.is_closed() {
+            Err(RecycleError::message("the connection is closed"))
+        } else {
+            Ok(())
+        }
     }
 }
 

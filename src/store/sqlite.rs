@@ -5,14 +5,17 @@
 //! single writer connection (SQLite allows one writer at a time anyway).
 //! Statements are prepared once per connection and cached.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use async_trait::async_trait;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use super::sql::{Db, Driver, Param, Row, SqlStore};
+use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
 use super::{StoreError, StoreOptions};
 
 mod embedded {
@@ -86,23 +89,49 @@ impl SqliteDriver {
 }
 
 impl Driver for SqliteDriver {
-    type Connection = r2d2::PooledConnection<Connector>;
-
-    fn reader(&self) -> Result<Self::Connection, StoreError> {
-        checkout(&self.readers)
-    }
-
-    fn writer(&self) -> Result<Self::Connection, StoreError> {
-        checkout(&self.writer)
-    }
-
     /// Reads on a WAL file never wait on a writer, and a page is a few
-    /// index and table pages, mostly in memory: they run on the async
-    /// thread when a connection is free at once. `try_get` never waits (a
-    /// file gone missing makes it answer `None`, and the read then takes the
-    /// bounded, blocking path).
-    fn instant_reader(&self) -> Option<Self::Connection> {
-        self.readers.try_get()
+    /// index and table pages, mostly in memory: a read runs right on the
+    /// request's thread when a connection is free at once (a hop to the
+    /// blocking pool costs more than the read). `try_get` never waits (a
+    /// file gone missing makes it answer `None`, and the read then takes
+    /// the blocking path, which reports the failure). Writes may wait for
+    /// the write lock: they run on the blocking pool.
+    fn run<Q, T>(
+        self: &Arc<Self>,
+        access: Access,
+        input: Arc<Q>,
+        work: Work<Q, T>,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send
+    where
+        Q: Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        let driver = self.clone();
+        async move {
+            if access == Access::Read
+                && let Some(mut connection) = driver.readers.try_get()
+            {
+                return work(&mut connection, &input).await;
+            }
+            let pool = match access {
+                Access::Read => driver.readers.clone(),
+                Access::Write => driver.writer.clone(),
+            };
+            on_blocking_thread(move || checkout(&pool), input, work).await
+        }
+    }
+
+    fn read_on_thread<Q, T>(
+        self: &Arc<Self>,
+        input: Arc<Q>,
+        work: Work<Q, T>,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send
+    where
+        Q: Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        let pool = self.readers.clone();
+        on_blocking_thread(move || checkout(&pool), input, work)
     }
 }
 
@@ -111,12 +140,12 @@ fn checkout(pool: &r2d2::Pool<Connector>) -> Result<r2d2::PooledConnection<Conne
         .map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))
 }
 
-impl Db for r2d2::PooledConnection<Connector> {
-    fn query(
+impl PooledSqlite {
+    fn run_query(
         &mut self,
         sql: &str,
         params: &[Param<'_>],
-        each: &mut dyn FnMut(&dyn Row) -> Result<bool, StoreError>,
+        each: &mut EachRow<'_>,
     ) -> Result<(), StoreError> {
         let mut statement = self.connection.prepare_cached(sql)?;
         let mut rows = statement.query(rusqlite::params_from_iter(params))?;
@@ -128,32 +157,50 @@ impl Db for r2d2::PooledConnection<Connector> {
         Ok(())
     }
 
-    fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
+    fn run_execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
         let changed = self
             .connection
             .prepare_cached(sql)?
             .execute(rusqlite::params_from_iter(params))?;
         Ok(changed as u64)
     }
+}
+
+/// SQLite's calls are quick blocking work: these futures finish at their
+/// first poll.
+#[async_trait]
+impl Db for r2d2::PooledConnection<Connector> {
+    async fn query(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut EachRow<'_>,
+    ) -> Result<(), StoreError> {
+        self.run_query(sql, params, each)
+    }
+
+    async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
+        self.run_execute(sql, params)
+    }
 
     // Through the statement cache, like every other statement: a listing
     // opens and closes a transaction each time.
-    fn begin_read(&mut self) -> Result<(), StoreError> {
-        self.execute("BEGIN", &[]).map(drop)
+    async fn begin_read(&mut self) -> Result<(), StoreError> {
+        self.run_execute("BEGIN", &[]).map(drop)
     }
 
-    fn begin_write(&mut self) -> Result<(), StoreError> {
+    async fn begin_write(&mut self) -> Result<(), StoreError> {
         // IMMEDIATE takes the write lock now, not at the first write, so a
         // transaction never fails half-way for want of it.
-        self.execute("BEGIN IMMEDIATE", &[]).map(drop)
+        self.run_execute("BEGIN IMMEDIATE", &[]).map(drop)
     }
 
-    fn commit(&mut self) -> Result<(), StoreError> {
-        self.execute("COMMIT", &[]).map(drop)
+    async fn commit(&mut self) -> Result<(), StoreError> {
+        self.run_execute("COMMIT", &[]).map(drop)
     }
 
-    fn rollback(&mut self) -> Result<(), StoreError> {
-        self.execute("ROLLBACK", &[]).map(drop)
+    async fn rollback(&mut self) -> Result<(), StoreError> {
+        self.run_execute("ROLLBACK", &[]).map(drop)
     }
 }
 

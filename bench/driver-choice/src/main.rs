@@ -6,16 +6,15 @@
 //! Run: cd bench/driver-choice && cargo run --release
 
 use std::cell::RefCell;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 use rusqlite::{Connection, OpenFlags, params};
 
+mod common;
+use common::ORGS;
+
 const ROWS: usize = 100_000;
-const ORGS: usize = 10;
-const CONCURRENCY: usize = 32;
 const QUERIES_PER_TASK: usize = 1_500;
 const POOL: u32 = 4;
 const PAGE_SQL: &str = "SELECT created_at, id, body FROM projects
@@ -34,7 +33,10 @@ fn setup(path: &Path) {
              WHERE deleted_at IS NULL;",
     )
     .unwrap();
-    let body = format!("{{\"object\":\"project\",\"description\":\"{}\"}}", "x".repeat(1450));
+    let body = format!(
+        "{{\"object\":\"project\",\"description\":\"{}\"}}",
+        "x".repeat(1450)
+    );
     let tx = c.transaction().unwrap();
     {
         let mut insert = tx
@@ -42,7 +44,12 @@ fn setup(path: &Path) {
             .unwrap();
         for i in 0..ROWS {
             insert
-                .execute(params![format!("p{i:07}"), format!("org-{}", i % ORGS), i as i64, body])
+                .execute(params![
+                    format!("p{i:07}"),
+                    format!("org-{}", i % ORGS),
+                    i as i64,
+                    body
+                ])
                 .unwrap();
         }
     }
@@ -50,7 +57,11 @@ fn setup(path: &Path) {
 }
 
 fn open_reader(path: &Path) -> Connection {
-    let c = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).unwrap();
+    let c = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .unwrap();
     c.set_prepared_statement_cache_capacity(16);
     c
 }
@@ -58,35 +69,13 @@ fn open_reader(path: &Path) -> Connection {
 fn read_page(c: &Connection, org: usize) -> usize {
     let mut statement = c.prepare_cached(PAGE_SQL).unwrap();
     let rows: Vec<(i64, String, String)> = statement
-        .query_map(params![format!("org-{org}"), 21], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_map(params![format!("org-{org}"), 21], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
     rows.len()
-}
-
-async fn measure<F, Fut>(query: F) -> f64
-where
-    F: Fn(usize) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = usize> + Send,
-{
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..CONCURRENCY)
-        .map(|t| {
-            let query = query.clone();
-            tokio::spawn(async move {
-                let mut rows = 0;
-                for i in 0..QUERIES_PER_TASK {
-                    rows += query((t + i) % ORGS).await;
-                }
-                rows
-            })
-        })
-        .collect();
-    for task in tasks {
-        assert_eq!(task.await.unwrap(), QUERIES_PER_TASK * 21);
-    }
-    (CONCURRENCY * QUERIES_PER_TASK) as f64 / started.elapsed().as_secs_f64()
 }
 
 thread_local! {
@@ -104,10 +93,18 @@ fn main() {
     runtime.block_on(async {
         let manager = r2d2_sqlite::SqliteConnectionManager::file(&path)
             .with_flags(OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX);
-        let r2d2_pool = r2d2::Pool::builder().max_size(POOL).test_on_check_out(false).build(manager).unwrap();
+        let r2d2_pool = r2d2::Pool::builder()
+            .max_size(POOL)
+            .test_on_check_out(false)
+            .build(manager)
+            .unwrap();
         let sqlx_pool = sqlx::sqlite::SqlitePoolOptions::new()
             .max_connections(POOL)
-            .connect_with(sqlx::sqlite::SqliteConnectOptions::new().filename(&path).read_only(true))
+            .connect_with(
+                sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(&path)
+                    .read_only(true),
+            )
             .await
             .unwrap();
         let deadpool = deadpool_sqlite::Config::new(&path)
@@ -124,7 +121,7 @@ fn main() {
         for _round in 0..3 {
             let pool = r2d2_pool.clone();
             results[0].1.push(
-                measure(move |org| {
+                common::measure(QUERIES_PER_TASK, move |org| {
                     let pool = pool.clone();
                     async move {
                         tokio::task::spawn_blocking(move || read_page(&pool.get().unwrap(), org))
@@ -136,7 +133,7 @@ fn main() {
             );
             let inline_path = path.clone();
             results[1].1.push(
-                measure(move |org| {
+                common::measure(QUERIES_PER_TASK, move |org| {
                     let path = inline_path.clone();
                     async move {
                         INLINE.with(|cell| {
@@ -149,7 +146,7 @@ fn main() {
             );
             let pool = sqlx_pool.clone();
             results[2].1.push(
-                measure(move |org| {
+                common::measure(QUERIES_PER_TASK, move |org| {
                     let pool = pool.clone();
                     async move {
                         let rows: Vec<(i64, String, String)> = sqlx::query_as(PAGE_SQL)
@@ -165,11 +162,14 @@ fn main() {
             );
             let pool = deadpool.clone();
             results[3].1.push(
-                measure(move |org| {
+                common::measure(QUERIES_PER_TASK, move |org| {
                     let pool = pool.clone();
                     async move {
                         let connection = pool.get().await.unwrap();
-                        connection.interact(move |c| read_page(c, org)).await.unwrap()
+                        connection
+                            .interact(move |c| read_page(c, org))
+                            .await
+                            .unwrap()
                     }
                 })
                 .await,

@@ -1,14 +1,17 @@
 //! Writes of the operator's commands and of token use.
 
-use super::{Db, Param, exists, writing};
+use super::{Db, Param, exists, transaction};
 use crate::domain::FieldError;
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::directory::{Organization, User};
 use crate::domain::time::Timestamp;
 use crate::store::{NewToken, StoreError, TokenUse};
 
-pub(super) fn record_token_uses(db: &mut dyn Db, uses: &[TokenUse]) -> Result<(), StoreError> {
-    writing(db, |db| {
+pub(super) async fn record_token_uses(
+    db: &mut dyn Db,
+    uses: &[TokenUse],
+) -> Result<(), StoreError> {
+    transaction!(db, begin_write, {
         for used in uses {
             // Never backwards: several instances may report the same token.
             db.execute(
@@ -18,18 +21,20 @@ pub(super) fn record_token_uses(db: &mut dyn Db, uses: &[TokenUse]) -> Result<()
                     Param::Text(&used.token_id),
                     Param::Int(used.used_at.as_millis()),
                 ],
-            )?;
+            )
+            .await?;
         }
         Ok(())
     })
 }
 
-pub(super) fn create_organization(
+pub(super) async fn create_organization(
     db: &mut dyn Db,
-    mut organization: Organization,
+    organization: &Organization,
 ) -> Result<Organization, StoreError> {
+    let mut organization = organization.clone();
     let created_at = *organization.created_at.get_or_insert_with(Timestamp::now);
-    writing(db, |db| {
+    transaction!(db, begin_write, {
         db.execute(
             "INSERT INTO organizations (id, name, created_at) VALUES (?1, ?2, ?3)",
             &[
@@ -38,6 +43,7 @@ pub(super) fn create_organization(
                 Param::Int(created_at.as_millis()),
             ],
         )
+        .await
         .map_err(|e| {
             conflict(e, || {
                 format!("organization {} already exists", organization.id)
@@ -47,10 +53,11 @@ pub(super) fn create_organization(
     Ok(organization)
 }
 
-pub(super) fn create_user(db: &mut dyn Db, mut user: User) -> Result<User, StoreError> {
+pub(super) async fn create_user(db: &mut dyn Db, user: &User) -> Result<User, StoreError> {
+    let mut user = user.clone();
     let created_at = *user.created_at.get_or_insert_with(Timestamp::now);
-    writing(db, |db| {
-        if let Some(error) = missing_organization(db, &user.organizations)? {
+    transaction!(db, begin_write, {
+        if let Some(error) = missing_organization(db, &user.organizations).await? {
             return Err(StoreError::Invalid(error));
         }
         db.execute(
@@ -61,14 +68,15 @@ pub(super) fn create_user(db: &mut dyn Db, mut user: User) -> Result<User, Store
                 Param::Int(created_at.as_millis()),
             ],
         )
+        .await
         .map_err(|e| conflict(e, || format!("user {} already exists", user.id)))?;
-        replace_memberships(db, &user.id, &user.organizations)
+        replace_memberships(db, &user.id, &user.organizations).await
     })?;
     Ok(user)
 }
 
 /// The first of `organizations` that does not exist, as an error naming it.
-pub(super) fn missing_organization(
+pub(super) async fn missing_organization(
     db: &mut dyn Db,
     organizations: &[String],
 ) -> Result<Option<FieldError>, StoreError> {
@@ -77,7 +85,9 @@ pub(super) fn missing_organization(
             db,
             "SELECT 1 FROM organizations WHERE id = ?1",
             &[Param::Text(organization)],
-        )? {
+        )
+        .await?
+        {
             return Ok(Some(FieldError::new(
                 format!("organizations[{i}]"),
                 format!("no organization {organization} exists"),
@@ -87,7 +97,7 @@ pub(super) fn missing_organization(
     Ok(None)
 }
 
-pub(super) fn replace_memberships(
+pub(super) async fn replace_memberships(
     db: &mut dyn Db,
     user_id: &str,
     organizations: &[String],
@@ -95,23 +105,30 @@ pub(super) fn replace_memberships(
     db.execute(
         "DELETE FROM memberships WHERE user_id = ?1",
         &[Param::Text(user_id)],
-    )?;
+    )
+    .await?;
     for organization in organizations {
         db.execute(
             "INSERT INTO memberships (user_id, organization_id) VALUES (?1, ?2)",
             &[Param::Text(user_id), Param::Text(organization)],
-        )?;
+        )
+        .await?;
     }
     Ok(())
 }
 
-pub(super) fn create_token(db: &mut dyn Db, token: NewToken) -> Result<ApiToken, StoreError> {
-    writing(db, |db| {
+pub(super) async fn create_token(
+    db: &mut dyn Db,
+    token: &NewToken,
+) -> Result<ApiToken, StoreError> {
+    transaction!(db, begin_write, {
         if !exists(
             db,
             "SELECT 1 FROM users WHERE id = ?1",
             &[Param::Text(&token.user_id)],
-        )? {
+        )
+        .await?
+        {
             return Err(StoreError::NotFound {
                 kind: "user",
                 id: token.user_id.clone(),
@@ -132,35 +149,38 @@ pub(super) fn create_token(db: &mut dyn Db, token: NewToken) -> Result<ApiToken,
                 Param::OptInt(token.expires_at.map(Timestamp::as_millis)),
             ],
         )
+        .await
         .map_err(|e| conflict(e, || format!("api token {} already exists", token.id)))
     })?;
     Ok(ApiToken {
         object: ApiTokenTag::Tag,
-        id: token.id,
-        user_id: token.user_id,
-        name: token.name,
+        id: token.id.clone(),
+        user_id: token.user_id.clone(),
+        name: token.name.clone(),
         from_browser: token.from_browser,
         last_used_at: None,
         expires_at: token.expires_at,
         created_at: token.created_at,
         updated_at: token.created_at,
-        token: token.hint,
+        token: token.hint.clone(),
     })
 }
 
-pub(super) fn revoke_token(db: &mut dyn Db, token_id: &str) -> Result<(), StoreError> {
+pub(super) async fn revoke_token(db: &mut dyn Db, token_id: &str) -> Result<(), StoreError> {
     let now = Timestamp::now().as_millis();
-    writing(db, |db| {
+    transaction!(db, begin_write, {
         let changed = db.execute(
             "UPDATE api_tokens SET revoked_at = ?2, updated_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
             &[Param::Text(token_id), Param::Int(now)],
-        )?;
+        )
+        .await?;
         if changed > 0
             || exists(
                 db,
                 "SELECT 1 FROM api_tokens WHERE id = ?1",
                 &[Param::Text(token_id)],
-            )?
+            )
+            .await?
         {
             Ok(())
         } else {
@@ -172,13 +192,15 @@ pub(super) fn revoke_token(db: &mut dyn Db, token_id: &str) -> Result<(), StoreE
     })
 }
 
-pub(super) fn delete_project(db: &mut dyn Db, project_id: &str) -> Result<(), StoreError> {
+pub(super) async fn delete_project(db: &mut dyn Db, project_id: &str) -> Result<(), StoreError> {
     let now = Timestamp::now().as_millis();
-    writing(db, |db| {
-        let changed = db.execute(
-            "UPDATE projects SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL",
-            &[Param::Text(project_id), Param::Int(now)],
-        )?;
+    transaction!(db, begin_write, {
+        let changed = db
+            .execute(
+                "UPDATE projects SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL",
+                &[Param::Text(project_id), Param::Int(now)],
+            )
+            .await?;
         if changed > 0 {
             Ok(())
         } else {

@@ -6,50 +6,55 @@ use std::collections::HashMap;
 use tokio::sync::mpsc;
 
 use super::listings::{api_token, timestamp, timestamp_opt, token_columns};
-use super::{Db, Param, exists, query_all, query_opt, reading, to_json};
+use super::{Db, Param, exists, query_all, query_opt, to_json, transaction};
 use crate::domain::api_token::TokenRecord;
 use crate::domain::directory::{Organization, OrganizationTag, User, UserTag};
 use crate::domain::import::ObjectCounts;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::store::StoreError;
 
-pub(super) fn count_objects(db: &mut dyn Db) -> Result<ObjectCounts, StoreError> {
-    reading(db, |db| {
-        let mut count = |sql: &str| -> Result<u64, StoreError> {
-            let n = query_opt(db, sql, &[], |row| row.int(0))?.unwrap_or(0);
-            Ok(n as u64)
-        };
+pub(super) async fn count_objects(db: &mut dyn Db) -> Result<ObjectCounts, StoreError> {
+    async fn count(db: &mut dyn Db, sql: &str) -> Result<u64, StoreError> {
+        let n = query_opt(db, sql, &[], |row| row.int(0)).await?;
+        Ok(n.unwrap_or(0) as u64)
+    }
+    transaction!(db, begin_read, {
         Ok(ObjectCounts {
-            organizations: count("SELECT count(*) FROM organizations")?,
-            users: count("SELECT count(*) FROM users")?,
-            projects: count("SELECT count(*) FROM projects WHERE deleted_at IS NULL")?,
+            organizations: count(db, "SELECT count(*) FROM organizations").await?,
+            users: count(db, "SELECT count(*) FROM users").await?,
+            projects: count(db, "SELECT count(*) FROM projects WHERE deleted_at IS NULL").await?,
             proxy_settings: count(
+                db,
                 "SELECT count(*) FROM proxy_settings s JOIN projects p ON p.id = s.project_id
                  WHERE p.deleted_at IS NULL",
-            )?,
+            )
+            .await?,
         })
     })
 }
 
 /// Sends each line into `lines`; stops early (without error) when the
-/// receiving side is gone.
-pub(super) fn export(
+/// receiving side is gone. It blocks while the receiver catches up: it runs
+/// on a thread of its own.
+pub(super) async fn export(
     db: &mut dyn Db,
     lines: &mpsc::Sender<String>,
 ) -> Result<ObjectCounts, StoreError> {
     // One read transaction: the export is one consistent snapshot.
-    reading(db, |db| {
+    transaction!(db, begin_read, {
         let mut counts = ObjectCounts::default();
         let send = |line: String| lines.blocking_send(line).is_ok();
         let mut open = each_organization(db, &mut |organization| {
             counts.organizations += 1;
             Ok(send(to_json(&organization)?))
-        })?;
+        })
+        .await?;
         open = open
             && each_user(db, &mut |user| {
                 counts.users += 1;
                 Ok(send(to_json(&user)?))
-            })?;
+            })
+            .await?;
         if open {
             // Projects are stored as the exact JSON the listing (and so the
             // export) shows.
@@ -61,7 +66,8 @@ pub(super) fn export(
                     open = send(row.text(0)?);
                     Ok(open)
                 },
-            )?;
+            )
+            .await?;
         }
         if open {
             db.query(
@@ -76,39 +82,47 @@ pub(super) fn export(
                     counts.proxy_settings += 1;
                     Ok(send(to_json(&revision)?))
                 },
-            )?;
+            )
+            .await?;
         }
         Ok(counts)
     })
 }
 
-pub(super) fn organizations(db: &mut dyn Db) -> Result<Vec<Organization>, StoreError> {
+pub(super) async fn organizations(db: &mut dyn Db) -> Result<Vec<Organization>, StoreError> {
     let mut all = Vec::new();
     each_organization(db, &mut |organization| {
         all.push(organization);
         Ok(true)
-    })?;
+    })
+    .await?;
     Ok(all)
 }
 
-pub(super) fn users(db: &mut dyn Db) -> Result<Vec<User>, StoreError> {
-    reading(db, |db| {
+pub(super) async fn users(db: &mut dyn Db) -> Result<Vec<User>, StoreError> {
+    transaction!(db, begin_read, {
         let mut all = Vec::new();
         each_user(db, &mut |user| {
             all.push(user);
             Ok(true)
-        })?;
+        })
+        .await?;
         Ok(all)
     })
 }
 
-pub(super) fn user_tokens(db: &mut dyn Db, user_id: &str) -> Result<Vec<TokenRecord>, StoreError> {
-    reading(db, |db| {
+pub(super) async fn user_tokens(
+    db: &mut dyn Db,
+    user_id: &str,
+) -> Result<Vec<TokenRecord>, StoreError> {
+    transaction!(db, begin_read, {
         if !exists(
             db,
             "SELECT 1 FROM users WHERE id = ?1",
             &[Param::Text(user_id)],
-        )? {
+        )
+        .await?
+        {
             return Err(StoreError::NotFound {
                 kind: "user",
                 id: user_id.to_owned(),
@@ -125,14 +139,15 @@ pub(super) fn user_tokens(db: &mut dyn Db, user_id: &str) -> Result<Vec<TokenRec
                 revoked_at: timestamp_opt(row, 9)?,
             })
         })
+        .await
     })
 }
 
 /// Calls `each` on every organization in creation order while it answers
 /// `Ok(true)`; answers whether it went to the end.
-fn each_organization(
+async fn each_organization(
     db: &mut dyn Db,
-    each: &mut dyn FnMut(Organization) -> Result<bool, StoreError>,
+    each: &mut (dyn FnMut(Organization) -> Result<bool, StoreError> + Send),
 ) -> Result<bool, StoreError> {
     let mut complete = true;
     db.query(
@@ -147,14 +162,15 @@ fn each_organization(
             })?;
             Ok(complete)
         },
-    )?;
+    )
+    .await?;
     Ok(complete)
 }
 
 /// Like [`each_organization`], for users with their organizations (sorted).
-fn each_user(
+async fn each_user(
     db: &mut dyn Db,
-    each: &mut dyn FnMut(User) -> Result<bool, StoreError>,
+    each: &mut (dyn FnMut(User) -> Result<bool, StoreError> + Send),
 ) -> Result<bool, StoreError> {
     // Users and memberships are read whole before calling `each`: a driver
     // cannot run a second statement while the first one streams rows.
@@ -163,7 +179,8 @@ fn each_user(
         "SELECT id, email, created_at FROM users ORDER BY created_at, id",
         &[],
         |row| Ok((row.text(0)?, row.text(1)?, timestamp(row, 2)?)),
-    )?;
+    )
+    .await?;
     let mut memberships: HashMap<String, Vec<String>> = HashMap::new();
     db.query(
         "SELECT user_id, organization_id FROM memberships ORDER BY user_id, organization_id",
@@ -175,7 +192,8 @@ fn each_user(
                 .push(row.text(1)?);
             Ok(true)
         },
-    )?;
+    )
+    .await?;
     for (id, email, created_at) in users {
         let organizations = memberships.remove(&id).unwrap_or_default();
         let user = User {

@@ -27,28 +27,26 @@ impl From<StoreError> for Refusal {
     }
 }
 
-pub(super) fn apply(
+pub(super) async fn apply(
     db: &mut dyn Db,
     records: mpsc::Receiver<ImportBatch>,
 ) -> Result<ObjectCounts, ImportError> {
     let store_failed =
         |line: u64, error: StoreError| ImportError::at(line, None, error.to_string());
-    db.begin_write().map_err(|e| store_failed(0, e))?;
-    match apply_all(db, records) {
+    db.begin_write().await.map_err(|e| store_failed(0, e))?;
+    match apply_all(db, records).await {
         Ok(counts) => {
-            db.commit().map_err(|e| store_failed(0, e))?;
-            // Frees the scratch table; the next import makes it anew.
-            let _ = db.execute("DROP TABLE IF EXISTS import_prior", &[]);
+            db.commit().await.map_err(|e| store_failed(0, e))?;
             Ok(counts)
         }
         Err(error) => {
-            let _ = db.rollback();
+            let _ = db.rollback().await;
             Err(error)
         }
     }
 }
 
-fn apply_all(
+async fn apply_all(
     db: &mut dyn Db,
     mut records: mpsc::Receiver<ImportBatch>,
 ) -> Result<ObjectCounts, ImportError> {
@@ -56,26 +54,31 @@ fn apply_all(
         |line: u64, error: StoreError| ImportError::at(line, None, error.to_string());
     // Scratch space for the state of projects before this import (see
     // `upsert_project`); temporary tables are seen only by this connection.
+    // Dropped before the commit, while the transaction still holds the
+    // connection that made it.
     db.execute(
         "CREATE TEMP TABLE IF NOT EXISTS import_prior
              (id TEXT PRIMARY KEY, updated_at BIGINT NOT NULL, content_hash BIGINT NOT NULL)",
         &[],
     )
-    .and_then(|_| db.execute("DELETE FROM import_prior", &[]))
+    .await
     .map_err(|e| store_failed(0, e))?;
+    db.execute("DELETE FROM import_prior", &[])
+        .await
+        .map_err(|e| store_failed(0, e))?;
     let now = Timestamp::now();
     let mut counts = ObjectCounts::default();
-    while let Some(batch) = records.blocking_recv() {
+    while let Some(batch) = records.recv().await {
         for item in batch {
             let (line, record) = item?;
             counts.count(&record);
             let applied = match record {
                 ImportRecord::Organization(organization) => {
-                    upsert_organization(db, &organization, now)
+                    upsert_organization(db, &organization, now).await
                 }
-                ImportRecord::User(user) => upsert_user(db, &user, now),
-                ImportRecord::Project(project) => upsert_project(db, *project, now),
-                ImportRecord::ProxySettings(settings) => upsert_proxy_settings(db, &settings),
+                ImportRecord::User(user) => upsert_user(db, &user, now).await,
+                ImportRecord::Project(project) => upsert_project(db, *project, now).await,
+                ImportRecord::ProxySettings(settings) => upsert_proxy_settings(db, &settings).await,
             };
             match applied {
                 Ok(()) => {}
@@ -84,10 +87,13 @@ fn apply_all(
             }
         }
     }
+    db.execute("DROP TABLE import_prior", &[])
+        .await
+        .map_err(|e| store_failed(0, e))?;
     Ok(counts)
 }
 
-fn upsert_organization(
+async fn upsert_organization(
     db: &mut dyn Db,
     organization: &Organization,
     now: Timestamp,
@@ -102,12 +108,13 @@ fn upsert_organization(
             Param::OptInt(organization.created_at.map(Timestamp::as_millis)),
             Param::Int(now.as_millis()),
         ],
-    )?;
+    )
+    .await?;
     Ok(())
 }
 
-fn upsert_user(db: &mut dyn Db, user: &User, now: Timestamp) -> Result<(), Refusal> {
-    if let Some(error) = missing_organization(db, &user.organizations)? {
+async fn upsert_user(db: &mut dyn Db, user: &User, now: Timestamp) -> Result<(), Refusal> {
+    if let Some(error) = missing_organization(db, &user.organizations).await? {
         return Err(Refusal::Rule(error));
     }
     db.execute(
@@ -120,8 +127,9 @@ fn upsert_user(db: &mut dyn Db, user: &User, now: Timestamp) -> Result<(), Refus
             Param::OptInt(user.created_at.map(Timestamp::as_millis)),
             Param::Int(now.as_millis()),
         ],
-    )?;
-    replace_memberships(db, &user.id, &user.organizations)?;
+    )
+    .await?;
+    replace_memberships(db, &user.id, &user.organizations).await?;
     Ok(())
 }
 
@@ -130,12 +138,17 @@ fn upsert_user(db: &mut dyn Db, user: &User, now: Timestamp) -> Result<(), Refus
 /// content ends up different from then, when it takes the time of import.
 /// Judging against the state before the import (not the previous line)
 /// keeps a re-import a no-op even when a file names a project twice.
-fn upsert_project(db: &mut dyn Db, mut project: Project, now: Timestamp) -> Result<(), Refusal> {
+async fn upsert_project(
+    db: &mut dyn Db,
+    mut project: Project,
+    now: Timestamp,
+) -> Result<(), Refusal> {
     let organization_known = exists(
         db,
         "SELECT 1 FROM organizations WHERE id = ?1",
         &[Param::Text(&project.organization_id)],
-    )?;
+    )
+    .await?;
     if !organization_known {
         return Err(Refusal::Rule(FieldError::new(
             "organization_id",
@@ -147,8 +160,9 @@ fn upsert_project(db: &mut dyn Db, mut project: Project, now: Timestamp) -> Resu
         "SELECT created_at, updated_at, body FROM projects WHERE id = ?1",
         &[Param::Text(&project.id)],
         |row| Ok((row.int(0)?, row.int(1)?, row.text(2)?)),
-    )?;
-    let before_import = state_before_import(db, &project.id, stored.as_ref())?;
+    )
+    .await?;
+    let before_import = state_before_import(db, &project.id, stored.as_ref()).await?;
     let stored_time = |millis| Timestamp::from_millis(millis).unwrap_or(now);
     if project.created_at.is_none() {
         project.created_at = Some(stored.as_ref().map_or(now, |s| stored_time(s.0)));
@@ -183,14 +197,15 @@ fn upsert_project(db: &mut dyn Db, mut project: Project, now: Timestamp) -> Resu
             Param::Int(millis(project.updated_at)),
             Param::Text(&body),
         ],
-    )?;
+    )
+    .await?;
     Ok(())
 }
 
 /// A project's `updated_at` and content hash as they were before this
 /// import, recorded the first time the import touches it. Kept in a
 /// temporary table, not in memory, so a million-line import stays small.
-fn state_before_import(
+async fn state_before_import(
     db: &mut dyn Db,
     project_id: &str,
     stored: Option<&(i64, i64, String)>,
@@ -200,7 +215,8 @@ fn state_before_import(
         "SELECT updated_at, content_hash FROM import_prior WHERE id = ?1",
         &[Param::Text(project_id)],
         |row| Ok((row.int(0)?, row.int(1)?)),
-    )?;
+    )
+    .await?;
     if recorded.is_some() {
         return Ok(recorded);
     }
@@ -215,7 +231,8 @@ fn state_before_import(
             Param::Int(state.0),
             Param::Int(state.1),
         ],
-    )?;
+    )
+    .await?;
     Ok(Some(state))
 }
 
@@ -227,13 +244,14 @@ fn hash(body: &str) -> i64 {
     hasher.finish() as i64
 }
 
-fn upsert_proxy_settings(db: &mut dyn Db, settings: &ProxySettings) -> Result<(), Refusal> {
+async fn upsert_proxy_settings(db: &mut dyn Db, settings: &ProxySettings) -> Result<(), Refusal> {
     let project_id = settings.project_id.as_deref().unwrap_or_default();
     let project_known = exists(
         db,
         "SELECT 1 FROM projects WHERE id = ?1 AND deleted_at IS NULL",
         &[Param::Text(project_id)],
-    )?;
+    )
+    .await?;
     if !project_known {
         return Err(Refusal::Rule(FieldError::new(
             "project_id",
@@ -247,7 +265,8 @@ fn upsert_proxy_settings(db: &mut dyn Db, settings: &ProxySettings) -> Result<()
             "SELECT revision FROM proxy_settings WHERE project_id = ?1 AND is_active AND revision != ?2",
             &[Param::Text(project_id), Param::Int(revision)],
             |row| row.int(0),
-        )?;
+        )
+        .await?;
         if let Some(active) = active {
             return Err(Refusal::Rule(FieldError::new(
                 "is_active",
@@ -272,6 +291,7 @@ fn upsert_proxy_settings(db: &mut dyn Db, settings: &ProxySettings) -> Result<()
             Param::Bool(settings.is_active),
             Param::Text(&to_json(&listed)?),
         ],
-    )?;
+    )
+    .await?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::{Db, Param, Row, exists, query_all, query_opt, reading};
+use super::{Db, Param, Row, exists, query_all, query_opt, transaction};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::pagination::{Direction, Page, PageRequest, merge_ordered};
 use crate::domain::time::Timestamp;
@@ -14,11 +14,11 @@ use crate::store::{
     ApiTokensQuery, JsonPage, ProjectsQuery, ProxySettingsQuery, StoreError, TokenGrant,
 };
 
-pub(super) fn find_token(
+pub(super) async fn find_token(
     db: &mut dyn Db,
     digest: &TokenDigest,
 ) -> Result<Option<TokenGrant>, StoreError> {
-    reading(db, |db| {
+    transaction!(db, begin_read, {
         let token = query_opt(
             db,
             "SELECT id, user_id, expires_at, revoked_at IS NOT NULL, last_used_at
@@ -34,7 +34,8 @@ pub(super) fn find_token(
                     last_used_at: timestamp_opt(row, 4)?,
                 })
             },
-        )?;
+        )
+        .await?;
         let Some(mut token) = token else {
             return Ok(None);
         };
@@ -43,12 +44,16 @@ pub(super) fn find_token(
             "SELECT organization_id FROM memberships WHERE user_id = ?1 ORDER BY organization_id",
             &[Param::Text(&token.user_id)],
             |row| row.text(0),
-        )?;
+        )
+        .await?;
         Ok(Some(token))
     })
 }
 
-pub(super) fn projects(db: &mut dyn Db, query: &ProjectsQuery) -> Result<JsonPage, StoreError> {
+pub(super) async fn projects(
+    db: &mut dyn Db,
+    query: &ProjectsQuery,
+) -> Result<JsonPage, StoreError> {
     let page = &query.page;
     if let [organization] = &query.organizations[..] {
         // One organization, the common case: one range read on the index
@@ -71,12 +76,13 @@ pub(super) fn projects(db: &mut dyn Db, query: &ProjectsQuery) -> Result<JsonPag
         params.push(Param::Int(page.fetch_count() as i64));
         let found = json_page(db, sql, &params, page, 2, |row, key| {
             row.append_text(1, key)
-        })?;
+        })
+        .await?;
         if found.count > 0 || page.start_key.is_none() {
             return Ok(found);
         }
     }
-    reading(db, |db| {
+    transaction!(db, begin_read, {
         let after = match &page.start_key {
             None => None,
             Some(key) => {
@@ -85,7 +91,8 @@ pub(super) fn projects(db: &mut dyn Db, query: &ProjectsQuery) -> Result<JsonPag
                     "SELECT created_at, organization_id FROM projects WHERE id = ?1",
                     &[Param::Text(key)],
                     |row| Ok((row.int(0)?, row.text(1)?)),
-                )?;
+                )
+                .await?;
                 match start {
                     Some((created_at, organization))
                         if query.organizations.contains(&organization) =>
@@ -121,7 +128,8 @@ pub(super) fn projects(db: &mut dyn Db, query: &ProjectsQuery) -> Result<JsonPag
                 }
                 list.push((timestamp(row, 0)?, row.text(1)?, json));
                 Ok(true)
-            })?;
+            })
+            .await?;
             lists.push(list);
         }
         let merged = merge_ordered(lists, page, |a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
@@ -145,80 +153,86 @@ pub(super) fn projects(db: &mut dyn Db, query: &ProjectsQuery) -> Result<JsonPag
     })
 }
 
-pub(super) fn api_tokens(
+pub(super) async fn api_tokens(
+    db: &mut dyn Db,
+    query: &ApiTokensQuery,
+) -> Result<Page<ApiToken>, StoreError> {
+    // The start key and the rows must come from one snapshot. Without a
+    // start key the read is one statement: a snapshot by itself.
+    if query.page.start_key.is_none() {
+        api_tokens_page(db, query).await
+    } else {
+        transaction!(db, begin_read, { api_tokens_page(db, query).await })
+    }
+}
+
+async fn api_tokens_page(
     db: &mut dyn Db,
     query: &ApiTokensQuery,
 ) -> Result<Page<ApiToken>, StoreError> {
     let page = &query.page;
-    let read = |db: &mut dyn Db| {
-        let after = match &page.start_key {
-            None => None,
-            Some(key) => {
-                let start = query_opt(
-                    db,
-                    "SELECT created_at, name FROM api_tokens WHERE id = ?1 AND user_id = ?2",
-                    &[Param::Text(key), Param::Text(&query.user_id)],
-                    |row| Ok((row.int(0)?, row.text(1)?)),
-                )?;
-                match start {
-                    Some((created_at, name)) if query.name.as_ref().is_none_or(|n| *n == name) => {
-                        Some((created_at, key.as_str()))
-                    }
-                    _ => return Err(StoreError::UnknownStartKey),
+    let after = match &page.start_key {
+        None => None,
+        Some(key) => {
+            let start = query_opt(
+                db,
+                "SELECT created_at, name FROM api_tokens WHERE id = ?1 AND user_id = ?2",
+                &[Param::Text(key), Param::Text(&query.user_id)],
+                |row| Ok((row.int(0)?, row.text(1)?)),
+            )
+            .await?;
+            match start {
+                Some((created_at, name)) if query.name.as_ref().is_none_or(|n| *n == name) => {
+                    Some((created_at, key.as_str()))
                 }
+                _ => return Err(StoreError::UnknownStartKey),
             }
-        };
-        let mut params = vec![Param::Text(&query.user_id)];
-        let select = match &query.name {
-            None => concat!(
+        }
+    };
+    let mut params = vec![Param::Text(&query.user_id)];
+    let select = match &query.name {
+        None => concat!(
+            "SELECT ",
+            token_columns!(),
+            " FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1"
+        ),
+        Some(name) => {
+            params.push(Param::Text(name));
+            concat!(
                 "SELECT ",
                 token_columns!(),
-                " FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1"
-            ),
-            Some(name) => {
-                params.push(Param::Text(name));
-                concat!(
-                    "SELECT ",
-                    token_columns!(),
-                    " FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1 AND name = ?2"
-                )
-            }
-        };
-        let sql = keyset_select(
-            select,
-            params.len(),
-            &["created_at", "id"],
-            StartKeys::Bound,
-            page,
-        );
-        if let Some((created_at, id)) = after {
-            params.extend([Param::Int(created_at), Param::Text(id)]);
+                " FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1 AND name = ?2"
+            )
         }
-        params.push(Param::Int(page.fetch_count() as i64));
-        let rows = query_all(db, sql, &params, api_token)?;
-        Ok(Page::from_overfetch(rows, page))
     };
-    // The start key and the rows must come from one snapshot. Without a
-    // start key the read is one statement: a snapshot by itself.
-    if page.start_key.is_none() {
-        read(db)
-    } else {
-        reading(db, read)
+    let sql = keyset_select(
+        select,
+        params.len(),
+        &["created_at", "id"],
+        StartKeys::Bound,
+        page,
+    );
+    if let Some((created_at, id)) = after {
+        params.extend([Param::Int(created_at), Param::Text(id)]);
     }
+    params.push(Param::Int(page.fetch_count() as i64));
+    let rows = query_all(db, sql, &params, api_token).await?;
+    Ok(Page::from_overfetch(rows, page))
 }
 
-pub(super) fn proxy_settings(
+pub(super) async fn proxy_settings(
     db: &mut dyn Db,
     query: &ProxySettingsQuery,
 ) -> Result<JsonPage, StoreError> {
     let page = &query.page;
-    reading(db, |db| {
+    transaction!(db, begin_read, {
         let organization = query_opt(
             db,
             "SELECT organization_id FROM projects WHERE id = ?1 AND deleted_at IS NULL",
             &[Param::Text(&query.project_id)],
             |row| row.text(0),
-        )?;
+        )
+        .await?;
         if !organization.is_some_and(|o| query.visible_to.contains(&o)) {
             return Err(StoreError::NotFound {
                 kind: "project",
@@ -233,7 +247,8 @@ pub(super) fn proxy_settings(
                     db,
                     "SELECT 1 FROM proxy_settings WHERE project_id = ?1 AND revision = ?2",
                     &[Param::Text(&query.project_id), Param::Int(revision.into())],
-                )?;
+                )
+                .await?;
                 if !known {
                     return Err(StoreError::UnknownStartKey);
                 }
@@ -255,19 +270,20 @@ pub(super) fn proxy_settings(
             write!(key, "{}", revision(row, 0)?).expect("writing to a String succeeds");
             Ok(())
         })
+        .await
     })
 }
 
 /// One page of an ordered range read, the stored JSON in column
 /// `body` copied straight from the row into the page. The row past the
 /// page is not read: it only tells that more follow.
-fn json_page(
+async fn json_page(
     db: &mut dyn Db,
     sql: &str,
     params: &[Param<'_>],
     page: &PageRequest,
     body: usize,
-    key: impl Fn(&dyn Row, &mut String) -> Result<(), StoreError>,
+    key: impl Fn(&dyn Row, &mut String) -> Result<(), StoreError> + Send + Sync,
 ) -> Result<JsonPage, StoreError> {
     let mut out = JsonPage::default();
     db.query(sql, params, &mut |row| {
@@ -283,7 +299,8 @@ fn json_page(
             out.joined.reserve(room);
         }
         Ok(true)
-    })?;
+    })
+    .await?;
     Ok(out)
 }
 

@@ -1,26 +1,30 @@
 //! The store's logic, written once for every SQL backend.
 //!
-//! Each operation is a function over [`Db`], a small interface every driver
-//! implements on its own connections: run a statement, read rows through
-//! [`Row`], open and close transactions. Statements use numbered
+//! Each operation is an async function over [`Db`], a small interface every
+//! driver implements on its own connections: run a statement, read rows
+//! through [`Row`], open and close transactions. Statements use numbered
 //! placeholders `?1`, `?2`, ...: SQLite's own syntax, which the PostgreSQL
 //! driver rewrites to `$1`, `$2`. Where the dialects differ, the SQL keeps
 //! to their common part (`CAST(... AS BIGINT)`, booleans bound as
 //! parameters, `ON CONFLICT ... DO UPDATE`).
 //!
-//! [`SqlStore`] turns a [`Driver`] (pools of connections) into a
-//! [`Store`]: each call checks a connection out on tokio's blocking pool
-//! and runs one of these functions on it.
+//! [`SqlStore`] turns a [`Driver`] into a [`Store`]. The driver decides
+//! where an operation runs: SQLite's calls are quick blocking work, run on
+//! the request's own thread when a connection is free at once and on
+//! tokio's blocking pool otherwise; PostgreSQL's are network round trips,
+//! awaited on the request's task.
 
 mod admin;
 mod export;
 mod import;
 mod listings;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use super::{
@@ -56,106 +60,155 @@ pub trait Row {
     fn boolean(&self, column: usize) -> Result<bool, StoreError>;
 }
 
+/// What a row callback of [`Db::query`] is: answers whether to go on.
+pub type EachRow<'a> = dyn FnMut(&dyn Row) -> Result<bool, StoreError> + Send + 'a;
+
 /// A connection, as the store's logic uses it. Drivers map their errors to
 /// [`StoreError`]: lost connections to `Unavailable`, uniqueness
 /// violations to `Conflict`.
-pub trait Db {
+#[async_trait]
+pub trait Db: Send {
     /// Runs `sql` and calls `each` on every row until it answers false.
-    fn query(
+    async fn query(
         &mut self,
         sql: &str,
         params: &[Param<'_>],
-        each: &mut dyn FnMut(&dyn Row) -> Result<bool, StoreError>,
+        each: &mut EachRow<'_>,
     ) -> Result<(), StoreError>;
     /// Runs `sql`; answers the number of rows it changed.
-    fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError>;
+    async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError>;
     /// Opens a transaction whose reads all see one snapshot.
-    fn begin_read(&mut self) -> Result<(), StoreError>;
+    async fn begin_read(&mut self) -> Result<(), StoreError>;
     /// Opens a write transaction.
-    fn begin_write(&mut self) -> Result<(), StoreError>;
-    fn commit(&mut self) -> Result<(), StoreError>;
-    fn rollback(&mut self) -> Result<(), StoreError>;
+    async fn begin_write(&mut self) -> Result<(), StoreError>;
+    async fn commit(&mut self) -> Result<(), StoreError>;
+    async fn rollback(&mut self) -> Result<(), StoreError>;
 }
 
-/// Connections for the store: where reads and writes get one.
+/// An operation of the store's logic on a connection and its input (a
+/// function, so a driver may run it wherever it sees fit, and again).
+pub type Work<Q, T> = for<'a> fn(&'a mut dyn Db, &'a Q) -> BoxFuture<'a, Result<T, StoreError>>;
+
+/// Whether an operation only reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// Connections for the store, and where the store's operations run on
+/// them.
 pub trait Driver: Send + Sync + 'static {
-    type Connection: Db;
-    /// A connection for reads; waits at most the configured timeout.
-    fn reader(&self) -> Result<Self::Connection, StoreError>;
-    /// A connection for writes; waits at most the configured timeout.
-    fn writer(&self) -> Result<Self::Connection, StoreError>;
-    /// A reader connection, only when one is free right now and the
-    /// driver's reads are quick local work that never waits on a lock (so
-    /// they may run on an async thread); `None` otherwise.
-    fn instant_reader(&self) -> Option<Self::Connection> {
-        None
-    }
+    /// Runs a request's `work` on a connection for `access`.
+    fn run<Q, T>(
+        self: &Arc<Self>,
+        access: Access,
+        input: Arc<Q>,
+        work: Work<Q, T>,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send
+    where
+        Q: Send + Sync + 'static,
+        T: Send + 'static;
+
+    /// Runs a read's `work` on a thread of its own, for a long job that
+    /// blocks between statements (an export waiting for its reader).
+    fn read_on_thread<Q, T>(
+        self: &Arc<Self>,
+        input: Arc<Q>,
+        work: Work<Q, T>,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send
+    where
+        Q: Send + Sync + 'static,
+        T: Send + 'static;
+}
+
+/// Runs `work` to its end on a thread of tokio's blocking pool, on the
+/// connection `connect` gives there.
+pub(crate) async fn on_blocking_thread<C, Q, T>(
+    connect: impl FnOnce() -> Result<C, StoreError> + Send + 'static,
+    input: Arc<Q>,
+    work: Work<Q, T>,
+) -> Result<T, StoreError>
+where
+    C: Db + 'static,
+    Q: Send + Sync + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(move || {
+        let mut connection = connect()?;
+        futures_executor::block_on(work(&mut connection, &input))
+    })
+    .await
+    .map_err(|_| StoreError::Internal("a store task panicked".into()))?
 }
 
 /// Every row `sql` answers, read with `map`.
-pub(crate) fn query_all<T>(
+pub(crate) async fn query_all<T: Send>(
     db: &mut dyn Db,
     sql: &str,
     params: &[Param<'_>],
-    mut map: impl FnMut(&dyn Row) -> Result<T, StoreError>,
+    mut map: impl FnMut(&dyn Row) -> Result<T, StoreError> + Send,
 ) -> Result<Vec<T>, StoreError> {
     let mut all = Vec::new();
     db.query(sql, params, &mut |row| {
         all.push(map(row)?);
         Ok(true)
-    })?;
+    })
+    .await?;
     Ok(all)
 }
 
 /// The first row `sql` answers, if any.
-pub(crate) fn query_opt<T>(
+pub(crate) async fn query_opt<T: Send>(
     db: &mut dyn Db,
     sql: &str,
     params: &[Param<'_>],
-    mut map: impl FnMut(&dyn Row) -> Result<T, StoreError>,
+    mut map: impl FnMut(&dyn Row) -> Result<T, StoreError> + Send,
 ) -> Result<Option<T>, StoreError> {
     let mut first = None;
     db.query(sql, params, &mut |row| {
         first = Some(map(row)?);
         Ok(false)
-    })?;
+    })
+    .await?;
     Ok(first)
 }
 
 /// Whether `sql` answers any row.
-pub(crate) fn exists(db: &mut dyn Db, sql: &str, params: &[Param<'_>]) -> Result<bool, StoreError> {
-    Ok(query_opt(db, sql, params, |_| Ok(()))?.is_some())
+pub(crate) async fn exists(
+    db: &mut dyn Db,
+    sql: &str,
+    params: &[Param<'_>],
+) -> Result<bool, StoreError> {
+    Ok(query_opt(db, sql, params, |_| Ok(())).await?.is_some())
 }
 
-/// Runs `work` in a read transaction (one snapshot).
-pub(crate) fn reading<T>(
-    db: &mut dyn Db,
-    work: impl FnOnce(&mut dyn Db) -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    db.begin_read()?;
-    finish(db, work)
+/// Runs a block in a transaction on `db`, committed only when the block
+/// succeeds: `transaction!(db, begin_read, { ... })` (one snapshot for
+/// every read) or `transaction!(db, begin_write, { ... })`. The block is
+/// an async block that may use `db` and `?`.
+macro_rules! transaction {
+    ($db:ident, $begin:ident, $body:block) => {{
+        $db.$begin().await?;
+        let result: Result<_, $crate::store::StoreError> = async $body.await;
+        $crate::store::sql::finish($db, result).await
+    }};
 }
+pub(crate) use transaction;
 
-/// Runs `work` in a write transaction, committed only when it succeeds.
-pub(crate) fn writing<T>(
+/// Ends the transaction a piece of work ran in: commits its success, rolls
+/// back its failure.
+pub(crate) async fn finish<T>(
     db: &mut dyn Db,
-    work: impl FnOnce(&mut dyn Db) -> Result<T, StoreError>,
+    result: Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    db.begin_write()?;
-    finish(db, work)
-}
-
-fn finish<T>(
-    db: &mut dyn Db,
-    work: impl FnOnce(&mut dyn Db) -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    match work(db) {
+    match result {
         Ok(value) => {
-            db.commit()?;
+            db.commit().await?;
             Ok(value)
         }
         Err(error) => {
-            let _ = db.rollback();
+            let _ = db.rollback().await;
             Err(error)
         }
     }
@@ -183,73 +236,60 @@ impl<D: Driver> SqlStore<D> {
         }
     }
 
-    /// Runs `work` on a reader connection. A request's read runs right here
-    /// when the driver has a connection free at once for reads that never
-    /// wait (see [`Driver::instant_reader`]): a hop to the blocking pool
-    /// costs more than such a read. Otherwise it runs on the blocking pool,
-    /// bounded in time; one that fails as unavailable is tried once more,
-    /// on another connection, within the same bound: a pooled connection
-    /// that went stale (the database restarted) fails only once.
-    async fn read<T: Send + 'static>(
-        &self,
-        bounded: Bound,
-        work: impl Fn(&mut dyn Db) -> Result<T, StoreError> + Send + Sync + 'static,
-    ) -> Result<T, StoreError> {
-        if let Bound::Request = bounded
-            && let Some(mut connection) = self.driver.instant_reader()
-        {
-            return work(&mut connection);
-        }
-        let work = Arc::new(work);
-        let attempt = || {
-            let (driver, work) = (self.driver.clone(), work.clone());
-            move || work(&mut driver.reader()?)
-        };
+    /// Runs a request's read, bounded in time. One that fails as
+    /// unavailable is tried once more, on another connection, within the
+    /// same bound: a pooled connection that went stale (the database
+    /// restarted) fails only once.
+    async fn read<Q, T>(&self, input: Q, work: Work<Q, T>) -> Result<T, StoreError>
+    where
+        Q: Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        let input = Arc::new(input);
         let started = Instant::now();
-        match self.run(bounded, self.request_timeout, attempt()).await {
-            Err(StoreError::Unavailable(_))
-                if matches!(bounded, Bound::Request)
-                    && started.elapsed() < self.request_timeout =>
-            {
-                let left = self.request_timeout.saturating_sub(started.elapsed());
-                self.run(bounded, left, attempt()).await
+        let attempt = |limit| {
+            let run = self.driver.run(Access::Read, input.clone(), work);
+            async move {
+                tokio::time::timeout(limit, run).await.map_err(|_| {
+                    StoreError::Unavailable("the store did not answer in time".into())
+                })?
+            }
+        };
+        match attempt(self.request_timeout).await {
+            Err(StoreError::Unavailable(_)) if started.elapsed() < self.request_timeout => {
+                attempt(self.request_timeout.saturating_sub(started.elapsed())).await
             }
             result => result,
         }
     }
 
-    /// Runs `work` on the writer connection, on the blocking pool.
-    async fn write<T: Send + 'static>(
-        &self,
-        bounded: Bound,
-        work: impl FnOnce(&mut dyn Db) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let driver = self.driver.clone();
-        self.run(bounded, self.request_timeout, move || {
-            work(&mut driver.writer()?)
-        })
-        .await
-    }
-
-    async fn run<T: Send + 'static>(
-        &self,
-        bounded: Bound,
-        limit: Duration,
-        job: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let task = tokio::task::spawn_blocking(job);
-        let joined = match bounded {
-            Bound::Request => tokio::time::timeout(limit, task)
+    /// Runs a write: a request's, bounded in time; an operator's, not.
+    async fn write<Q, T>(&self, bound: Bound, input: Q, work: Work<Q, T>) -> Result<T, StoreError>
+    where
+        Q: Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        let run = self.driver.run(Access::Write, Arc::new(input), work);
+        match bound {
+            Bound::Request => tokio::time::timeout(self.request_timeout, run)
                 .await
                 .map_err(|_| StoreError::Unavailable("the store did not answer in time".into()))?,
-            Bound::Unbounded => task.await,
-        };
-        joined.map_err(|_| StoreError::Internal("a store task panicked".into()))?
+            Bound::Unbounded => run.await,
+        }
+    }
+
+    /// Runs an operator's read, unbounded.
+    async fn operator_read<Q, T>(&self, input: Q, work: Work<Q, T>) -> Result<T, StoreError>
+    where
+        Q: Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        self.driver.run(Access::Read, Arc::new(input), work).await
     }
 }
 
-/// Whether a call serves a request (and so must answer in bounded time) or
-/// is an operator's long job (an import, an export).
+/// Whether a write serves a request (and so must answer in bounded time) or
+/// an operator's command.
 #[derive(Clone, Copy)]
 enum Bound {
     Request,
@@ -259,35 +299,39 @@ enum Bound {
 #[async_trait]
 impl<D: Driver> Store for SqlStore<D> {
     async fn ping(&self) -> Result<(), StoreError> {
-        self.read(Bound::Request, |db| exists(db, "SELECT 1", &[]).map(drop))
-            .await
+        self.read((), |db, ()| {
+            Box::pin(async { exists(db, "SELECT 1", &[]).await.map(drop) })
+        })
+        .await
     }
 
     async fn find_token(&self, digest: TokenDigest) -> Result<Option<TokenGrant>, StoreError> {
-        self.read(Bound::Request, move |db| listings::find_token(db, &digest))
-            .await
+        self.read(digest, |db, digest| {
+            Box::pin(listings::find_token(db, digest))
+        })
+        .await
     }
 
     async fn record_token_uses(&self, uses: Vec<TokenUse>) -> Result<(), StoreError> {
-        self.write(Bound::Request, move |db| {
-            admin::record_token_uses(db, &uses)
+        self.write(Bound::Request, uses, |db, uses| {
+            Box::pin(admin::record_token_uses(db, uses))
         })
         .await
     }
 
     async fn list_projects(&self, query: ProjectsQuery) -> Result<JsonPage, StoreError> {
-        self.read(Bound::Request, move |db| listings::projects(db, &query))
+        self.read(query, |db, query| Box::pin(listings::projects(db, query)))
             .await
     }
 
     async fn list_api_tokens(&self, query: ApiTokensQuery) -> Result<Page<ApiToken>, StoreError> {
-        self.read(Bound::Request, move |db| listings::api_tokens(db, &query))
+        self.read(query, |db, query| Box::pin(listings::api_tokens(db, query)))
             .await
     }
 
     async fn list_proxy_settings(&self, query: ProxySettingsQuery) -> Result<JsonPage, StoreError> {
-        self.read(Bound::Request, move |db| {
-            listings::proxy_settings(db, &query)
+        self.read(query, |db, query| {
+            Box::pin(listings::proxy_settings(db, query))
         })
         .await
     }
@@ -296,34 +340,36 @@ impl<D: Driver> Store for SqlStore<D> {
         &self,
         organization: Organization,
     ) -> Result<Organization, StoreError> {
-        self.write(Bound::Unbounded, move |db| {
-            admin::create_organization(db, organization)
+        self.write(Bound::Unbounded, organization, |db, organization| {
+            Box::pin(admin::create_organization(db, organization))
         })
         .await
     }
 
     async fn create_user(&self, user: User) -> Result<User, StoreError> {
-        self.write(Bound::Unbounded, move |db| admin::create_user(db, user))
-            .await
+        self.write(Bound::Unbounded, user, |db, user| {
+            Box::pin(admin::create_user(db, user))
+        })
+        .await
     }
 
     async fn create_token(&self, token: NewToken) -> Result<ApiToken, StoreError> {
-        self.write(Bound::Unbounded, move |db| admin::create_token(db, token))
-            .await
+        self.write(Bound::Unbounded, token, |db, token| {
+            Box::pin(admin::create_token(db, token))
+        })
+        .await
     }
 
     async fn revoke_token(&self, token_id: &str) -> Result<(), StoreError> {
-        let token_id = token_id.to_owned();
-        self.write(Bound::Unbounded, move |db| {
-            admin::revoke_token(db, &token_id)
+        self.write(Bound::Unbounded, token_id.to_owned(), |db, token_id| {
+            Box::pin(admin::revoke_token(db, token_id))
         })
         .await
     }
 
     async fn delete_project(&self, project_id: &str) -> Result<(), StoreError> {
-        let project_id = project_id.to_owned();
-        self.write(Bound::Unbounded, move |db| {
-            admin::delete_project(db, &project_id)
+        self.write(Bound::Unbounded, project_id.to_owned(), |db, project_id| {
+            Box::pin(admin::delete_project(db, project_id))
         })
         .await
     }
@@ -332,32 +378,47 @@ impl<D: Driver> Store for SqlStore<D> {
         &self,
         records: mpsc::Receiver<ImportBatch>,
     ) -> Result<ObjectCounts, ImportError> {
-        self.write(Bound::Unbounded, move |db| Ok(import::apply(db, records)))
-            .await
-            .map_err(|e| ImportError::at(0, None, e.to_string()))?
+        // The receiver is taken by the one run of the work.
+        let records = std::sync::Mutex::new(Some(records));
+        self.write(Bound::Unbounded, records, |db, records| {
+            let records = records.lock().ok().and_then(|mut r| r.take());
+            Box::pin(async move {
+                let records = records.ok_or_else(|| {
+                    StoreError::Internal("an import's records were already taken".into())
+                })?;
+                Ok(import::apply(db, records).await)
+            })
+        })
+        .await
+        .map_err(|e| ImportError::at(0, None, e.to_string()))?
     }
 
     async fn count_objects(&self) -> Result<ObjectCounts, StoreError> {
-        self.read(Bound::Unbounded, export::count_objects).await
+        self.operator_read((), |db, ()| Box::pin(export::count_objects(db)))
+            .await
     }
 
     async fn export(&self, lines: mpsc::Sender<String>) -> Result<ObjectCounts, StoreError> {
-        self.read(Bound::Unbounded, move |db| export::export(db, &lines))
+        self.driver
+            .read_on_thread(Arc::new(lines), |db, lines| {
+                Box::pin(export::export(db, lines))
+            })
             .await
     }
 
     async fn list_organizations(&self) -> Result<Vec<Organization>, StoreError> {
-        self.read(Bound::Unbounded, export::organizations).await
+        self.operator_read((), |db, ()| Box::pin(export::organizations(db)))
+            .await
     }
 
     async fn list_users(&self) -> Result<Vec<User>, StoreError> {
-        self.read(Bound::Unbounded, export::users).await
+        self.operator_read((), |db, ()| Box::pin(export::users(db)))
+            .await
     }
 
     async fn list_user_tokens(&self, user_id: &str) -> Result<Vec<TokenRecord>, StoreError> {
-        let user_id = user_id.to_owned();
-        self.read(Bound::Unbounded, move |db| {
-            export::user_tokens(db, &user_id)
+        self.operator_read(user_id.to_owned(), |db, user_id| {
+            Box::pin(export::user_tokens(db, user_id))
         })
         .await
     }
