@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{Db, Param, Row, exists, query_all, query_opt, transaction};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
@@ -225,6 +226,45 @@ pub(super) async fn proxy_settings(
     query: &ProxySettingsQuery,
 ) -> Result<JsonPage, StoreError> {
     let page = &query.page;
+    let start_revision = page.start_key.as_deref().map(parse_revision);
+    if start_revision != Some(None) {
+        // The common case in one statement (one snapshot, no transaction):
+        // the revisions joined to their project, whose organization tells
+        // whether the caller may see it, the start revision found by a
+        // subquery. Without rows it cannot tell an unknown or invisible
+        // project, an unknown start key and the end of the list apart: the
+        // transaction below tells.
+        let sql = keyset_select(
+            "SELECT s.revision, s.body, p.organization_id FROM proxy_settings s
+             JOIN projects p ON p.id = s.project_id
+             WHERE s.project_id = ?1 AND p.deleted_at IS NULL",
+            1,
+            &["s.revision"],
+            StartKeys::Selected {
+                subquery: "SELECT revision FROM proxy_settings WHERE project_id = ?1 AND revision = ?2",
+                binds: 1,
+            },
+            page,
+        );
+        let mut params = vec![Param::Text(&query.project_id)];
+        params.extend(start_revision.flatten().map(|r| Param::Int(r.into())));
+        params.push(Param::Int(page.fetch_count() as i64));
+        // Every row is of the same project: the first one tells.
+        let visibility_checked = AtomicBool::new(false);
+        let found = json_page(db, sql, &params, page, 1, |row, key| {
+            if !visibility_checked.swap(true, Ordering::Relaxed) {
+                let organization = row.text(2)?;
+                if !query.visible_to.contains(&organization) {
+                    return Err(unknown_project(query));
+                }
+            }
+            revision_key(row, key)
+        })
+        .await?;
+        if found.count > 0 {
+            return Ok(found);
+        }
+    }
     transaction!(db, begin_read, {
         let organization = query_opt(
             db,
@@ -234,10 +274,7 @@ pub(super) async fn proxy_settings(
         )
         .await?;
         if !organization.is_some_and(|o| query.visible_to.contains(&o)) {
-            return Err(StoreError::NotFound {
-                kind: "project",
-                id: query.project_id.clone(),
-            });
+            return Err(unknown_project(query));
         }
         let after = match &page.start_key {
             None => None,
@@ -265,13 +302,24 @@ pub(super) async fn proxy_settings(
         let mut params = vec![Param::Text(&query.project_id)];
         params.extend(after.map(|revision| Param::Int(revision.into())));
         params.push(Param::Int(page.fetch_count() as i64));
-        json_page(db, sql, &params, page, 1, |row, key| {
-            use std::fmt::Write;
-            write!(key, "{}", revision(row, 0)?).expect("writing to a String succeeds");
-            Ok(())
-        })
-        .await
+        json_page(db, sql, &params, page, 1, revision_key).await
     })
+}
+
+/// The same answer for a project that does not exist and one the caller
+/// may not see.
+fn unknown_project(query: &ProxySettingsQuery) -> StoreError {
+    StoreError::NotFound {
+        kind: "project",
+        id: query.project_id.clone(),
+    }
+}
+
+/// A revision's page key, from column 0.
+fn revision_key(row: &dyn Row, key: &mut String) -> Result<(), StoreError> {
+    use std::fmt::Write;
+    write!(key, "{}", revision(row, 0)?).expect("writing to a String succeeds");
+    Ok(())
 }
 
 /// One page of an ordered range read, the stored JSON in column
