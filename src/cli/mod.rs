@@ -95,7 +95,9 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct StoreArgs {
-    /// Database connections serving reads.
+    /// Database connections: on SQLite the readers (plus one writer); on
+    /// PostgreSQL all of them (at least 2), half for transactions, the rest
+    /// shared by single statements.
     #[arg(
         long,
         global = true,

@@ -210,7 +210,8 @@ impl JsonPage {
 /// Knobs shared by the backends.
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
-    /// Connections that serve reads.
+    /// SQLite: reader connections; PostgreSQL: all connections (split by
+    /// `postgres::connection_split`).
     pub pool_size: u32,
     /// How long a query may wait for the store (a connection, a lock)
     /// before it fails as unavailable.

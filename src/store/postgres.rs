@@ -50,9 +50,9 @@ pub async fn open(url: String, options: StoreOptions) -> anyhow::Result<SqlStore
     Ok(SqlStore::new(driver, timeout))
 }
 
-/// How `--pool-size` connections are split: half (at least one) exclusive
+/// How `--db-pool-size` connections are split: half (at least one) exclusive
 /// for transactions, the rest (at least one) shared by single statements.
-pub fn connection_split(pool_size: u32) -> (usize, usize) {
+fn connection_split(pool_size: u32) -> (usize, usize) {
     let exclusive = (pool_size as usize / 2).max(1);
     let shared = (pool_size as usize).saturating_sub(exclusive).max(1);
     (exclusive, shared)
@@ -543,6 +543,16 @@ impl managed::Manager for Connector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pool_size_splits_into_exclusive_and_shared() {
+        assert_eq!(connection_split(0), (1, 1));
+        assert_eq!(connection_split(1), (1, 1));
+        assert_eq!(connection_split(2), (1, 1));
+        assert_eq!(connection_split(3), (1, 2));
+        assert_eq!(connection_split(4), (2, 2));
+        assert_eq!(connection_split(9), (4, 5));
+    }
 
     #[test]
     fn placeholders_become_dollars_outside_quotes() {
