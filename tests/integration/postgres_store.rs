@@ -33,9 +33,10 @@ impl PrivateCluster {
             );
             return None;
         }
-        // Under the target folder: the postgres user must be able to reach it.
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("fault-{}", uuid::Uuid::new_v4().simple()));
+        // In the system's temporary folder: the postgres user must be able
+        // to reach it, which a checkout in a private folder would not allow.
+        let dir =
+            std::env::temp_dir().join(format!("proxydeck-fault-{}", uuid::Uuid::new_v4().simple()));
         let cluster = Cluster::create(&dir, 5432).expect("a throwaway cluster starts");
         Some(Self { cluster, dir })
     }

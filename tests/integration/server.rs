@@ -351,8 +351,12 @@ struct Tally {
 
 /// `loops` concurrent request loops on GET `url` until `stop` is set.
 fn hammer(url: String, token: &str, loops: usize, stop: Arc<AtomicBool>) -> JoinSet<Tally> {
+    // A bound on each request: once the server has stopped, a request that
+    // neither fails nor finishes must not hold the test forever (the
+    // in-process server's runtime outlives it; a real process exits).
     let client = crate::helpers::client_builder()
         .no_proxy()
+        .timeout(Duration::from_secs(10))
         .build()
         .expect("an HTTP client");
     let mut set = JoinSet::new();
