@@ -29,7 +29,7 @@ use async_trait::async_trait;
 use deadpool::managed::{self, Metrics, Object, PoolError, RecycleError, RecycleResult};
 use futures_util::TryStreamExt as _;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::{FromSql, ToSql, Type};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
@@ -435,7 +435,7 @@ impl Row for PostgresRow<'_> {
     }
 
     fn append_bytes(&self, column: usize, out: &mut Vec<u8>) -> Result<(), StoreError> {
-        out.extend_from_slice(self.0.try_get::<_, RawText>(column)?.0);
+        out.extend_from_slice(self.0.try_get::<_, &str>(column)?.as_bytes());
         Ok(())
     }
 
@@ -446,21 +446,6 @@ impl Row for PostgresRow<'_> {
 
     fn boolean(&self, column: usize) -> Result<bool, StoreError> {
         Ok(self.0.try_get(column)?)
-    }
-}
-
-/// A text column's bytes as the server sent them: the page is copied
-/// without checking its UTF-8 again (the server already did; a page is tens
-/// of KiB).
-struct RawText<'a>(&'a [u8]);
-
-impl<'a> FromSql<'a> for RawText<'a> {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        Ok(Self(raw))
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        <&str as FromSql>::accepts(ty)
     }
 }
 

@@ -226,6 +226,8 @@ pub(super) async fn proxy_settings(
     query: &ProxySettingsQuery,
 ) -> Result<JsonPage, StoreError> {
     let page = &query.page;
+    // `Some(None)`: a start key that is no revision; the read below
+    // reports it.
     let start_revision = page.start_key.as_deref().map(parse_revision);
     if start_revision != Some(None) {
         // The common case in one statement (one snapshot, no transaction):
