@@ -300,4 +300,43 @@ mod tests {
         assert!(p.belongs_to("b"));
         assert!(!p.belongs_to("c"));
     }
+
+    /// Fuzz-style, bounded by `PROPTEST_CASES` (proptest's default, 256).
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        proptest! {
+            /// Any header bytes: never a panic; what passes is a non-empty
+            /// secret without spaces that followed a `Bearer` scheme word.
+            #[test]
+            fn any_header_is_split_or_refused(
+                header in prop_oneof![
+                    proptest::collection::vec(any::<u8>(), 0..64),
+                    "([Bb][Ee][Aa][Rr][Ee][Rr])? {0,3}[ -~]{0,50}".prop_map(String::into_bytes),
+                ]
+            ) {
+                if let Ok(secret) = bearer_token(&header) {
+                    let text = std::str::from_utf8(&header).unwrap();
+                    prop_assert!(!secret.is_empty() && !secret.contains(' '));
+                    prop_assert!(text[..6].eq_ignore_ascii_case("bearer"));
+                    prop_assert_eq!(text[6..].trim_matches(' '), secret);
+                }
+            }
+
+            /// Any spelling of the scheme word and any spacing carry the
+            /// secret through unchanged.
+            #[test]
+            fn bearer_in_any_case_carries_the_secret(
+                scheme in "[Bb][Ee][Aa][Rr][Ee][Rr]",
+                before in " {1,3}",
+                after in " {0,3}",
+                secret in "[!-~]{1,60}",
+            ) {
+                let header = format!("{scheme}{before}{secret}{after}");
+                prop_assert_eq!(bearer_token(header.as_bytes()).ok(), Some(secret.as_str()));
+            }
+        }
+    }
 }

@@ -124,4 +124,73 @@ mod tests {
         let hex: String = digest("abc").0.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(hex, expected);
     }
+
+    /// Fuzz-style, bounded by `PROPTEST_CASES` (proptest's default, 256).
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Strings near the token's shape as well as any text.
+        fn candidate() -> impl Strategy<Value = String> {
+            prop_oneof![
+                any::<String>(),
+                "pxd_[A-Za-z0-9]{30,40}",
+                "[a-z]{3}_[A-Za-z0-9]{38}",
+                "pxd_.{38}",
+            ]
+        }
+
+        proptest! {
+            /// Never a panic, and only the exact shape with its own
+            /// checksum passes.
+            #[test]
+            fn only_the_exact_shape_with_its_checksum_passes(text in candidate()) {
+                let shaped = text.len() == TOKEN_LEN
+                    && text.starts_with(TOKEN_PREFIX)
+                    && text[TOKEN_PREFIX.len()..].bytes().all(|b| b.is_ascii_alphanumeric());
+                let checked = shaped
+                    && checksum(&text[..TOKEN_LEN - CHECKSUM_LEN])[..] == text.as_bytes()[TOKEN_LEN - CHECKSUM_LEN..];
+                prop_assert_eq!(is_well_formed(&text), checked);
+            }
+
+            /// Any random part has exactly one checksum.
+            #[test]
+            fn a_random_part_passes_with_its_checksum_only(
+                random in "[A-Za-z0-9]{32}",
+                other in "[A-Za-z0-9]{6}",
+            ) {
+                let body = format!("{TOKEN_PREFIX}{random}");
+                let own = String::from_utf8(checksum(&body).to_vec()).unwrap();
+                let genuine = format!("{body}{own}");
+                let guessed = format!("{body}{other}");
+                prop_assert!(is_well_formed(&genuine));
+                prop_assert_eq!(is_well_formed(&guessed), other == own);
+            }
+
+            /// Replacing, inserting or removing one character anywhere in
+            /// a real token is always refused.
+            #[test]
+            fn one_character_changed_is_always_refused(
+                position in 0..TOKEN_LEN,
+                replacement in any::<char>(),
+                edit in 0..3u8,
+            ) {
+                let token = generate();
+                let mut chars: Vec<char> = token.chars().collect();
+                match edit {
+                    0 => {
+                        prop_assume!(chars[position] != replacement);
+                        chars[position] = replacement;
+                    }
+                    1 => chars.insert(position, replacement),
+                    _ => {
+                        chars.remove(position);
+                    }
+                }
+                let changed: String = chars.into_iter().collect();
+                prop_assert!(!is_well_formed(&changed), "{changed:?} passes");
+            }
+        }
+    }
 }

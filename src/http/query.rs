@@ -187,4 +187,124 @@ mod tests {
             "order_direction"
         );
     }
+
+    /// Fuzz-style: any query string a client can send. Bounded by
+    /// `PROPTEST_CASES` (proptest's default, 256, when unset).
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Raw query strings: any text, any bytes percent-encoded, and
+        /// `name=value` pairs mixing the listing's names with others.
+        fn raw_query() -> impl Strategy<Value = String> {
+            let name = prop_oneof![
+                proptest::sample::select(ALLOWED.to_vec()).prop_map(str::to_owned),
+                "[A-Za-z_.\\[\\]-]{0,40}",
+                any::<String>(),
+            ];
+            let value = prop_oneof![
+                "[0-9]{0,5}",
+                "ASC|DESC|asc|up",
+                "[A-Za-z0-9_-]{0,70}",
+                any::<String>(),
+            ];
+            let pair = (name, value, any::<bool>()).prop_map(|(name, value, encode)| {
+                if encode {
+                    form_urlencoded::Serializer::new(String::new())
+                        .append_pair(&name, &value)
+                        .finish()
+                } else {
+                    format!("{name}={value}")
+                }
+            });
+            prop_oneof![
+                any::<String>(),
+                proptest::collection::vec(any::<u8>(), 0..80)
+                    .prop_map(|bytes| form_urlencoded::byte_serialize(&bytes).collect()),
+                proptest::collection::vec(pair, 0..6).prop_map(|pairs| pairs.join("&")),
+            ]
+        }
+
+        /// A valid value for each parameter, as a client would send it.
+        fn valid_value(name: &'static str) -> BoxedStrategy<String> {
+            match name {
+                "limit" => ("0{0,3}", 1..=MAX_LIMIT)
+                    .prop_map(|(zeros, n)| format!("{zeros}{n}"))
+                    .boxed(),
+                "order_direction" => prop_oneof![Just("ASC"), Just("DESC")]
+                    .prop_map(str::to_owned)
+                    .boxed(),
+                "start_key" => "[A-Za-z0-9_-]{1,64}".boxed(),
+                // Any non-empty text, spaces and `&`, `=`, `+` included.
+                _ => ".{1,40}".boxed(),
+            }
+        }
+
+        fn valid_query() -> impl Strategy<Value = Vec<(&'static str, String)>> {
+            proptest::sample::subsequence(ALLOWED.to_vec(), 0..=ALLOWED.len())
+                .prop_flat_map(|names| {
+                    let values: Vec<_> = names.iter().map(|n| valid_value(n)).collect();
+                    (Just(names), values)
+                })
+                .prop_map(|(names, values)| names.into_iter().zip(values).collect::<Vec<_>>())
+                .prop_shuffle()
+        }
+
+        proptest! {
+            /// Never a panic; every refusal names a parameter: one of the
+            /// listing's, `query`, or a short plain name the query holds.
+            #[test]
+            fn any_query_is_accepted_or_refused_by_name(raw in raw_query()) {
+                let page = QueryParams::parse(Some(&raw), ALLOWED)
+                    .and_then(|params| params.page_request(20));
+                match page {
+                    Ok(page) => {
+                        prop_assert!((1..=MAX_LIMIT).contains(&page.limit));
+                        if let Some(key) = &page.start_key {
+                            prop_assert!(ids::is_valid_id(key));
+                        }
+                    }
+                    Err(error) => {
+                        let param = param_of(error);
+                        let decoded: Vec<String> = form_urlencoded::parse(raw.as_bytes())
+                            .map(|(name, _)| name.into_owned())
+                            .collect();
+                        prop_assert!(
+                            ALLOWED.contains(&param.as_str())
+                                || param == "query"
+                                || (echoable(&param).is_some() && decoded.contains(&param)),
+                            "{raw:?} refused naming {param:?}"
+                        );
+                    }
+                }
+            }
+
+            /// Valid parameters, in any order, come back as they were sent.
+            #[test]
+            fn valid_queries_round_trip(pairs in valid_query()) {
+                let mut raw = form_urlencoded::Serializer::new(String::new());
+                for (name, value) in &pairs {
+                    raw.append_pair(name, value);
+                }
+                let raw = raw.finish();
+                let params = QueryParams::parse(Some(&raw), ALLOWED).expect("valid");
+                for name in ALLOWED {
+                    let sent = pairs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+                    prop_assert_eq!(params.get(name), sent, "{}", name);
+                }
+                let page = params.page_request(20).expect("valid");
+                let sent = |name| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone());
+                prop_assert_eq!(page.limit, sent("limit").map_or(20, |l| l.parse().unwrap()));
+                prop_assert_eq!(
+                    page.direction,
+                    match sent("order_direction").as_deref() {
+                        Some("ASC") => Direction::Asc,
+                        _ => Direction::Desc,
+                    }
+                );
+                prop_assert_eq!(page.start_key, sent("start_key"));
+            }
+        }
+    }
 }

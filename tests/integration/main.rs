@@ -16,7 +16,9 @@ mod sqlite {
     mod api_tokens;
     mod auth;
     mod errors;
+    mod fuzz;
     mod instances;
+    mod pagination_properties;
     mod projects;
     mod proxy_settings;
     mod store_contract;
@@ -28,7 +30,9 @@ mod postgres {
     mod api_tokens;
     mod auth;
     mod errors;
+    mod fuzz;
     mod instances;
+    mod pagination_properties;
     mod projects;
     mod proxy_settings;
     mod store_contract;
