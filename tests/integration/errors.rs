@@ -1,6 +1,7 @@
 //! Every error of `decisions.md` section 3: status, body shape, headers.
 
 use reqwest::Method;
+use serde_json::Value;
 
 use super::BACKEND;
 use crate::helpers::*;
@@ -109,36 +110,146 @@ async fn bad_query_parameters_name_themselves_on_every_listing() {
     }
 }
 
+/// SQL, NUL, LIKE wildcards, header breaks, template and path tricks.
+const INJECTIONS: [&str; 16] = [
+    "' OR 1=1--",
+    "p1'; DROP TABLE projects;--",
+    "1; SELECT pg_sleep(5)",
+    "\0",
+    "'",
+    "\"}",
+    "%",
+    "_",
+    "p%",
+    "$1",
+    "\\",
+    "../../etc/passwd",
+    "<script>alert(1)</script>",
+    "x\r\nX-Injected: 1",
+    "${jndi:ldap://example/x}",
+    "{{7*7}}",
+];
+
+/// What an injection attempt must get.
+#[derive(Debug)]
+enum Answer {
+    /// A 400 naming this parameter (`None`: an unknown parameter's name,
+    /// repeated only when plain).
+    Refused(Option<&'static str>),
+    /// A 200 with no items.
+    Nothing,
+    /// A 404.
+    NotFound,
+}
+
+/// The answer to `value` in query parameter `param`: refused naming the
+/// parameter, except the name filter, which is free text: no token has
+/// that name, so nothing (no LIKE), unless it holds a control character,
+/// which no name can.
+fn injection_answer(param: &'static str, value: &str) -> Answer {
+    if param == "name" && !value.chars().any(char::is_control) {
+        Answer::Nothing
+    } else {
+        Answer::Refused(Some(param))
+    }
+}
+
+/// Every parameter of every listing, the path id and parameter names,
+/// with injection attempts: each is refused naming what was wrong, or
+/// harmless; none is echoed, none takes long (no `pg_sleep` ran), no header
+/// is injected, and the data is intact afterwards.
 #[tokio::test]
 async fn injection_attempts_are_refused_or_harmless() {
     require!(BACKEND);
     let (app, token) = fixture().await;
-    for value in [
-        "'%20OR%201=1--",
-        "p1'%3B%20DROP%20TABLE%20projects%3B--",
-        "%00",
-        "%27",
-        "%22%7D",
-    ] {
-        for path in [
-            format!("/v1/projects?start_key={value}"),
-            format!("/v1/projects?organization_id={value}"),
-            format!("/v1/api_tokens?name={value}"),
-            format!("/v1/projects/{value}/proxy-settings"),
-        ] {
-            let (status, body) = app.get_json(&path, &token).await;
+    // Ids and revisions: `last_used_at` may move meanwhile.
+    let keys = |body: &Value| -> Vec<String> {
+        body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item.get("id").unwrap_or(&item["revision"]).to_string())
+            .collect()
+    };
+    let mut before = Vec::new();
+    for path in LISTINGS {
+        before.push(keys(&app.get_json(path, &token).await.1));
+    }
+    let listing_params: [(&str, &[&'static str]); 3] = [
+        (
+            LISTINGS[0],
+            &["organization_id", "limit", "start_key", "order_direction"],
+        ),
+        (
+            LISTINGS[1],
+            &["name", "limit", "start_key", "order_direction"],
+        ),
+        (LISTINGS[2], &["limit", "start_key", "order_direction"]),
+    ];
+    for value in INJECTIONS {
+        let mut requests: Vec<(String, Answer)> = Vec::new();
+        for (path, params) in listing_params {
+            for param in params {
+                requests.push((
+                    with_query(path, &[(param, value)]),
+                    injection_answer(param, value),
+                ));
+            }
+            requests.push((with_query(path, &[(value, "1")]), Answer::Refused(None)));
+        }
+        let id: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
+        let id_answer = if proxydeck::domain::ids::is_valid_id(value) {
+            Answer::NotFound
+        } else {
+            Answer::Refused(Some("id"))
+        };
+        requests.push((
+            format!("/v1/projects/{}/proxy-settings", id.replace('+', "%20")),
+            id_answer,
+        ));
+
+        for (request, expected) in requests {
+            let started = std::time::Instant::now();
+            let response = app.get(&request, &token).await;
             assert!(
-                [200, 400, 404].contains(&status.as_u16()),
-                "{path}: {status} {body}"
+                response.headers().get("x-injected").is_none(),
+                "{request}: a header was injected"
             );
-            if status != 200 {
-                assert_error_shape(&body);
+            let (status, body) = json_of(response).await;
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(2),
+                "{request} took long"
+            );
+            match expected {
+                Answer::Nothing => {
+                    assert_eq!(status, 200, "{request}: {body}");
+                    assert_eq!(body["data"], serde_json::json!([]), "{request}");
+                }
+                Answer::NotFound => {
+                    assert_eq!(status, 404, "{request}: {body}");
+                    assert_eq!(assert_error_shape(&body), "not_found_error");
+                }
+                Answer::Refused(param) => {
+                    assert_eq!(status, 400, "{request}: {body}");
+                    assert_eq!(assert_error_shape(&body), "invalid_request_error");
+                    if let Some(param) = param {
+                        assert_eq!(error_param(&body), param, "{request}");
+                    }
+                }
+            }
+            if value.len() >= 4 {
+                assert!(
+                    !body.to_string().contains(value),
+                    "{request} is echoed: {body}"
+                );
             }
         }
     }
-    let (status, body) = app.get_json("/v1/projects", &token).await;
-    assert_eq!(status, 200);
-    assert_eq!(ids(&body), ["p1"], "the data is intact");
+    for (path, before) in LISTINGS.iter().zip(before) {
+        let (status, after) = app.get_json(path, &token).await;
+        assert_eq!(status, 200, "{path}: {after}");
+        assert_eq!(keys(&after), before, "{path}: the data changed");
+    }
 }
 
 /// An unexpected fault (here a stored revision number out of its range)

@@ -618,3 +618,124 @@ pub fn with_query(path: &str, query: &[(&str, &str)]) -> String {
     }
     format!("{path}?{}", encoded.finish())
 }
+
+// ----- Requests flowing through a fault -----
+
+/// One answer seen by a [`RequestLoad`].
+#[derive(Debug)]
+pub struct LoadAnswer {
+    pub sent: std::time::Instant,
+    pub took: Duration,
+    pub status: u16,
+    pub body: Value,
+}
+
+/// Clients sending GET requests one after the other, each on its own,
+/// until [`RequestLoad::finish`]: requests flowing while a test breaks
+/// something.
+pub struct RequestLoad {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    clients: Vec<JoinHandle<Vec<LoadAnswer>>>,
+}
+
+impl RequestLoad {
+    pub fn start(app: &TestApp, path: &str, token: &str, clients: usize) -> Self {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let clients = (0..clients)
+            .map(|_| {
+                let (stop, client, url, token) = (
+                    stop.clone(),
+                    app.client.clone(),
+                    app.url(path),
+                    token.to_owned(),
+                );
+                tokio::spawn(async move {
+                    let mut answers = Vec::new();
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let sent = std::time::Instant::now();
+                        let response = client
+                            .get(&url)
+                            .bearer_auth(&token)
+                            .send()
+                            .await
+                            .expect("an answer");
+                        let status = response.status().as_u16();
+                        let body: Value = response.json().await.expect("a JSON body");
+                        answers.push(LoadAnswer {
+                            sent,
+                            took: sent.elapsed(),
+                            status,
+                            body,
+                        });
+                    }
+                    answers
+                })
+            })
+            .collect();
+        Self { stop, clients }
+    }
+
+    /// Stops the clients; answers everything they saw.
+    pub async fn finish(self) -> Vec<LoadAnswer> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut answers = Vec::new();
+        for client in self.clients {
+            answers.extend(client.await.expect("a client loop ends"));
+        }
+        answers
+    }
+}
+
+/// Checks the answers of requests that flowed through a store outage:
+/// none took `longest` or more; each is a 200, or a 503 `api_error` given
+/// after the outage began; some saw it; and every one sent after
+/// `recovered_by` is a 200 again.
+pub fn assert_outage_answers(
+    answers: &[LoadAnswer],
+    outage_began: std::time::Instant,
+    recovered_by: std::time::Instant,
+    longest: Duration,
+) {
+    let mut unavailable = 0;
+    for LoadAnswer {
+        sent,
+        took,
+        status,
+        body,
+    } in answers
+    {
+        assert!(*took < longest, "a request took {took:?}");
+        match status {
+            200 => {}
+            503 => {
+                unavailable += 1;
+                assert_eq!(assert_error_shape(body), "api_error");
+                assert!(
+                    *sent + *took >= outage_began,
+                    "a 503 before the outage began"
+                );
+            }
+            other => panic!("unexpected status {other}: {body}"),
+        }
+    }
+    let timeline: Vec<(u128, u16)> = answers
+        .iter()
+        .map(|a| {
+            (
+                a.sent.saturating_duration_since(outage_began).as_millis(),
+                a.status,
+            )
+        })
+        .collect();
+    assert!(
+        unavailable > 0,
+        "no request saw the outage: {} answers; {timeline:?}",
+        answers.len()
+    );
+    let after: Vec<&LoadAnswer> = answers.iter().filter(|a| a.sent > recovered_by).collect();
+    assert!(!after.is_empty(), "no request after recovery: {timeline:?}");
+    assert!(
+        after.iter().all(|a| a.status == 200),
+        "still failing after recovery: {timeline:?}"
+    );
+}

@@ -2,7 +2,7 @@
 //! the service (a volume unmounted, a restore under way). Requests then get
 //! 503 promptly and the service serves again once the file is back.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::helpers::*;
 
@@ -13,18 +13,23 @@ const LISTINGS: [&str; 3] = [
 ];
 
 /// A store that cannot be reached answers 503 `api_error` promptly, with
-/// nothing of the cause, and the service recovers by itself.
-#[tokio::test]
+/// nothing of the cause, and the service recovers by itself. Requests flow
+/// the whole time: while the file is away, each is served (from the file
+/// still open) or a prompt 503; once it is back, each is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn store_outage_is_503_and_recovers() {
     let app = TestApp::spawn_impatient().await;
     app.seed(vec![org(1), user("u1", &[1]), project("p1", 1, 0)])
         .await;
     let token = app.token("u1").await;
     assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+    let load = RequestLoad::start(&app, "/v1/projects", &token, 4);
+    tokio::time::sleep(Duration::from_millis(200)).await;
 
+    let outage_began = Instant::now();
     let moved = app.take_store_away().await;
     for path in LISTINGS {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let response = app.get(path, &token).await;
         assert!(
             started.elapsed() < Duration::from_secs(2),
@@ -43,9 +48,16 @@ async fn store_outage_is_503_and_recovers() {
 
     // The file is back: the service serves again without a restart.
     app.bring_store_back(moved);
+    let back = Instant::now();
     let (status, body) = app.get_json("/v1/projects", &token).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(ids(&body), ["p1"]);
+    // The pool may take a retry (at most half the store timeout) to open
+    // its connections again.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let answers = load.finish().await;
+    let recovered_by = back + Duration::from_millis(300);
+    assert_outage_answers(&answers, outage_began, recovered_by, Duration::from_secs(2));
 }
 
 /// The checksum refuses a mistyped token with no store look-up: it is
