@@ -73,7 +73,6 @@ async fn stopping_postgres_gives_prompt_503s_and_the_service_recovers() {
     let stopped = Instant::now();
     server.cluster.stop().expect("the server stops");
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let restarted = Instant::now();
     server.cluster.start().expect("the server starts again");
     // Give the service a moment to notice on its own: no restart, no poke.
     let deadline = Instant::now() + Duration::from_secs(10);
