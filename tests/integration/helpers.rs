@@ -630,6 +630,11 @@ pub struct LoadAnswer {
     pub body: Value,
 }
 
+/// Pause between two requests of a [`RequestLoad`] client: a steady flow
+/// that stays under a token's rate limit and leaves the shared machine's
+/// cores to the server.
+const LOAD_PAUSE: Duration = Duration::from_millis(5);
+
 /// Clients sending GET requests one after the other, each on its own,
 /// until [`RequestLoad::finish`]: requests flowing while a test breaks
 /// something.
@@ -667,6 +672,7 @@ impl RequestLoad {
                             status,
                             body,
                         });
+                        tokio::time::sleep(LOAD_PAUSE).await;
                     }
                     answers
                 })
