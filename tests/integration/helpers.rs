@@ -287,10 +287,15 @@ impl TestApp {
     /// Another instance of the service on the same data, with a store
     /// connection of its own, as a second `proxydeck serve` would have.
     pub async fn another_instance(&self) -> Self {
+        self.another_instance_with(test_options()).await
+    }
+
+    /// [`TestApp::another_instance`] with `options`.
+    pub async fn another_instance_with(&self, options: ServiceOptions) -> Self {
         let store = store::open(&self.data.url, &StoreOptions::default())
             .await
             .expect("the store opens again");
-        Self::serve(store, self.data.clone(), test_options()).await
+        Self::serve(store, self.data.clone(), options).await
     }
 
     async fn serve(store: Arc<dyn Store>, data: Arc<TestStore>, options: ServiceOptions) -> Self {
