@@ -87,7 +87,7 @@ pub struct Metering {
 }
 
 /// The fields of the IETF httpapi draft "RateLimit header fields for HTTP"
-/// (draft 07, the one with separate fields).
+/// (draft 06, the last with these four separate fields).
 const LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
 const REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
 const RESET: HeaderName = HeaderName::from_static("ratelimit-reset");

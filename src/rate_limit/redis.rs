@@ -165,3 +165,29 @@ impl SharedLimiter {
 fn micros(duration: Duration) -> u64 {
     duration.as_micros() as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_urls_are_checked_and_never_shown() {
+        for good in [
+            "redis://127.0.0.1:6379",
+            "redis://:secret@cache.internal:6380/2",
+            "redis://user:secret@cache",
+        ] {
+            let url = RedisUrl::parse(good).unwrap();
+            assert!(!format!("{url:?}").contains("secret"));
+        }
+        for bad in [
+            "",
+            "cache:6379",
+            "http://cache",
+            "rediss://cache",
+            "redis://[::1",
+        ] {
+            assert!(RedisUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
