@@ -525,6 +525,71 @@ async fn token_create_prints_the_secret_once_and_it_authenticates() {
     }
 }
 
+/// decisions.md section 4: a token is stored only as its SHA-256 digest.
+/// Every byte the store keeps (the database file, its WAL and shared
+/// memory) is searched for the secrets' random parts; the digests are
+/// searched too, so the scan is shown to reach the tokens' rows.
+#[test]
+fn the_store_keeps_digests_never_secrets() {
+    let sandbox = Sandbox::new();
+    sandbox.directory(1, "u1");
+    let secrets: Vec<String> = (0..3)
+        .map(|i| {
+            let name = format!("t{i}");
+            let made = sandbox.json(&["admin", "token", "create", "--user", "u1", "--name", &name]);
+            made["token"].as_str().expect("a secret").to_owned()
+        })
+        .collect();
+    let mut stored = Vec::new();
+    for entry in std::fs::read_dir(sandbox.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().contains("x.db") {
+            stored.extend(std::fs::read(&path).unwrap());
+        }
+    }
+    let holds = |needle: &[u8]| stored.windows(needle.len()).any(|w| w == needle);
+    for secret in &secrets {
+        assert!(
+            !holds(&secret.as_bytes()[4..36]),
+            "a secret's random part is stored"
+        );
+        let digest = proxydeck::domain::token::digest(secret);
+        assert!(
+            holds(&digest.0),
+            "the digest is stored where the scan looks"
+        );
+    }
+}
+
+/// A password in the database URL never reaches the output, whether the
+/// server is unreachable or refuses the database.
+#[test]
+fn a_database_password_never_reaches_the_output() {
+    let sandbox = Sandbox::new();
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let urls = [
+        format!("postgres://proxydeck:hunter2secret@{closed}/proxydeck"),
+        "postgres://postgres:hunter2secret@127.0.0.1:5432/no_such_database_here".to_owned(),
+    ];
+    for url in &urls {
+        for args in [&["migrate"][..], &["serve", "--listen", "127.0.0.1:0"]] {
+            let mut command = proxydeck(sandbox.path());
+            command
+                .args(args)
+                .args(["--database", url, "--db-timeout", "1s"]);
+            let out = finish(command, None);
+            assert!(!out.status.success(), "{args:?} {url}: {out:#?}");
+            assert!(
+                !out.stderr.contains("hunter2") && !out.stdout.contains("hunter2"),
+                "{args:?}: the password is in the output: {out:#?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn token_create_refuses_bad_durations_unknown_users_and_empty_names() {
     let sandbox = Sandbox::new();
