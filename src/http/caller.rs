@@ -32,7 +32,7 @@ pub async fn authenticate(
         Ok(principal) => principal,
         Err(error) => return error.into_response(),
     };
-    let Some(metering) = app.metering.clone() else {
+    let Some(metering) = &app.metering else {
         request.extensions_mut().insert(Authenticated(principal));
         return next.run(request).await;
     };

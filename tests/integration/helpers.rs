@@ -147,9 +147,20 @@ impl Schema {
 
 impl Drop for Schema {
     fn drop(&mut self) {
+        // A connection of the test's server may still be inside a
+        // transaction here (the last_used_at flusher's, say) while the
+        // thread that would finish it waits on this drop: the DROP would
+        // wait for its locks forever. End such connections first.
+        let name = &self.name;
         postgres_admin(
             &self.base_url,
-            &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
+            &format!(
+                "SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+                   JOIN pg_class c ON c.oid = l.relation
+                   JOIN pg_namespace n ON n.oid = c.relnamespace
+                  WHERE n.nspname = '{name}' AND l.pid <> pg_backend_pid();
+                 DROP SCHEMA IF EXISTS {name} CASCADE"
+            ),
         );
     }
 }
