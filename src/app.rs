@@ -11,7 +11,8 @@ use tokio::net::TcpListener;
 
 use crate::auth::{AuthOptions, Authenticator};
 use crate::http::server::{self, ServerOptions};
-use crate::http::{self as api, AppState, RequestLimits};
+use crate::http::{self as api, AppState, Metering, RequestLimits};
+use crate::rate_limit::{RateLimitOptions, RateLimiter};
 use crate::store::Store;
 
 /// Everything `serve` can be told, besides the database.
@@ -22,6 +23,7 @@ pub struct ServiceOptions {
     pub auth: AuthOptions,
     pub server: ServerOptions,
     pub limits: RequestLimits,
+    pub rate_limit: RateLimitOptions,
 }
 
 impl Default for ServiceOptions {
@@ -31,6 +33,7 @@ impl Default for ServiceOptions {
             auth: AuthOptions::default(),
             server: ServerOptions::default(),
             limits: RequestLimits::default(),
+            rate_limit: RateLimitOptions::default(),
         }
     }
 }
@@ -38,6 +41,7 @@ impl Default for ServiceOptions {
 pub struct Service {
     listener: TcpListener,
     auth: Arc<Authenticator>,
+    rate_limiter: Option<Arc<RateLimiter>>,
     router: axum::Router,
     server: ServerOptions,
 }
@@ -50,13 +54,18 @@ impl Service {
             .await
             .with_context(|| format!("cannot listen on {}", options.listen))?;
         let auth = Arc::new(Authenticator::new(store.clone(), options.auth));
+        let rate_limiter = RateLimiter::new(&options.rate_limit)?.map(Arc::new);
         let state = AppState {
             store,
             auth: auth.clone(),
+            metering: rate_limiter
+                .clone()
+                .map(|limiter| Arc::new(Metering::new(limiter))),
         };
         Ok(Self {
             listener,
             auth,
+            rate_limiter,
             router: api::router(state, options.limits),
             server: options.server,
         })
@@ -75,8 +84,15 @@ impl Service {
         let flusher = tokio::spawn(self.auth.clone().run_usage_flusher(async {
             let _ = flusher_stop.await;
         }));
+        let sweeper = self
+            .rate_limiter
+            .as_ref()
+            .map(|limiter| tokio::spawn(limiter.clone().run_sweeper()));
         tracing::info!(address = %self.local_addr(), "serving");
         server::serve(self.listener, self.router, self.server, shutdown).await;
+        if let Some(sweeper) = sweeper {
+            sweeper.abort();
+        }
         let _ = stop_flusher.send(());
         let _ = flusher.await;
         tracing::info!("stopped");

@@ -4,13 +4,14 @@
 //! Layers, outside in: [`cli`] (the `proxydeck` command) builds an
 //! [`app::Service`], which puts the [`http`] router on a socket; handlers
 //! authenticate callers with [`auth`] and read through the [`store::Store`]
-//! interface; [`domain`] holds the resources and rules that all of them
-//! share.
+//! interface, and count requests against per-token [`rate_limit`]s;
+//! [`domain`] holds the resources and rules that all of them share.
 
 pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod domain;
 pub mod http;
+pub mod rate_limit;
 pub mod store;
 pub mod telemetry;

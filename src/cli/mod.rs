@@ -19,6 +19,8 @@ use crate::app::{Service, ServiceOptions, shutdown_signal};
 use crate::auth::AuthOptions;
 use crate::http::RequestLimits;
 use crate::http::server::ServerOptions;
+use crate::rate_limit::redis::RedisUrl;
+use crate::rate_limit::{self, Policy, RateLimitOptions};
 use crate::store::{self, DatabaseUrl, StoreOptions};
 use crate::telemetry;
 use duration::parse_duration;
@@ -138,12 +140,50 @@ struct ServeArgs {
     /// On SIGTERM/SIGINT, how long in-flight requests may take to finish.
     #[arg(long, env = "PROXYDECK_SHUTDOWN_GRACE", default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
     shutdown_grace: Duration,
+    /// Requests per second each API token may make, sustained (a decimal
+    /// number); `off` or 0 turns per-token limits off.
+    #[arg(long, env = "PROXYDECK_RATE_LIMIT", default_value = "1000", value_parser = parse_rate, value_name = "RATE")]
+    rate_limit: Rate,
+    /// Requests each API token may make at once [default: twice the rate].
+    #[arg(long, env = "PROXYDECK_RATE_LIMIT_BURST", value_parser = clap::value_parser!(u32).range(1..=i64::from(rate_limit::MAX_BURST)), value_name = "N")]
+    rate_limit_burst: Option<u32>,
+    /// Share the per-token limits of every instance through this Redis
+    /// (redis://[[user]:password@]host[:port][/db]); without it each
+    /// instance limits on its own.
+    #[arg(
+        long,
+        env = "PROXYDECK_RATE_LIMIT_REDIS",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    rate_limit_redis: Option<String>,
+}
+
+/// `--rate-limit`: requests per second, or `None` when off.
+#[derive(Clone, Copy, Debug)]
+struct Rate(Option<f64>);
+
+fn parse_rate(text: &str) -> Result<Rate, String> {
+    rate_limit::parse_rate(text).map(Rate)
 }
 
 impl ServeArgs {
-    fn options(&self) -> ServiceOptions {
+    fn options(&self) -> anyhow::Result<ServiceOptions> {
         let defaults = ServiceOptions::default();
-        ServiceOptions {
+        let policy = self
+            .rate_limit
+            .0
+            .map(|rate| Policy::new(rate, self.rate_limit_burst))
+            .transpose()
+            .map_err(|why| anyhow::anyhow!("--rate-limit-burst: {why}"))?;
+        // The URL is not repeated: it may hold a password.
+        let redis = self
+            .rate_limit_redis
+            .as_deref()
+            .map(RedisUrl::parse)
+            .transpose()
+            .map_err(|why| anyhow::anyhow!("--rate-limit-redis {why}"))?;
+        Ok(ServiceOptions {
             listen: self.listen.clone(),
             auth: AuthOptions {
                 cache_ttl: self.token_cache_ttl,
@@ -159,7 +199,8 @@ impl ServeArgs {
                 timeout: self.request_timeout,
                 ..defaults.limits
             },
-        }
+            rate_limit: RateLimitOptions { policy, redis },
+        })
     }
 }
 
@@ -224,13 +265,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     };
     match cli.command {
         Command::Serve(args) => {
+            let options = args.options()?;
             let shutdown = shutdown_signal()?;
             let store = store::open(&database, &store_options).await?;
-            let service = Service::bind(store, args.options()).await?;
+            let service = Service::bind(store, options).await?;
             service.run(shutdown).await;
             Ok(())
         }
-        Command::Demo(args) => demo::run(&database, &store_options, args.options(), &out).await,
+        Command::Demo(args) => demo::run(&database, &store_options, args.options()?, &out).await,
         Command::Migrate => {
             store::open(&database, &store_options).await?;
             out.print(&serde_json::json!({"migrated": true}), || {

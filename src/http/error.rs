@@ -23,6 +23,9 @@ pub enum ApiError {
     UriTooLong,
     /// 431.
     HeadersTooLarge,
+    /// 429: the caller's token went over its rate. Carries `Retry-After`
+    /// (whole seconds, at least 1) and `"code": "rate_limit"`.
+    RateLimited { retry_after_seconds: u64 },
     /// 503: the store did not answer (in time). Carries `Retry-After`.
     Unavailable,
     /// 500.
@@ -50,6 +53,7 @@ impl ApiError {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::UriTooLong => StatusCode::URI_TOO_LONG,
             Self::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -60,7 +64,8 @@ impl ApiError {
             Self::InvalidParameter { .. }
             | Self::MethodNotAllowed
             | Self::UriTooLong
-            | Self::HeadersTooLarge => "invalid_request_error",
+            | Self::HeadersTooLarge
+            | Self::RateLimited { .. } => "invalid_request_error",
             Self::Unauthenticated(_) => "authentication_error",
             Self::NotFound(_) => "not_found_error",
             Self::Unavailable | Self::Internal => "api_error",
@@ -74,6 +79,9 @@ impl ApiError {
             Self::MethodNotAllowed => "this path answers only GET and HEAD".into(),
             Self::UriTooLong => "the request URI is too long".into(),
             Self::HeadersTooLarge => "the request headers are too large".into(),
+            Self::RateLimited {
+                retry_after_seconds,
+            } => format!("too many requests with this API token; retry in {retry_after_seconds} s"),
             Self::Unavailable => "the service cannot reach its store; try again shortly".into(),
             Self::Internal => "an internal error occurred".into(),
         }
@@ -92,6 +100,9 @@ struct ErrorDetail<'a> {
     message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     params: Option<[ParamError<'a>; 1]>,
+    /// A finer reason beside `type`, which generated clients check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -115,6 +126,10 @@ impl IntoResponse for ApiError {
                 error_type: self.error_type(),
                 message: &message,
                 params,
+                code: match self {
+                    Self::RateLimited { .. } => Some("rate_limit"),
+                    _ => None,
+                },
             },
         };
         let mut response = super::json_response(self.status(), &body);
@@ -125,6 +140,11 @@ impl IntoResponse for ApiError {
             }
             Self::Unavailable => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            Self::RateLimited {
+                retry_after_seconds,
+            } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
             }
             _ => {}
         }

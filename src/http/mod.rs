@@ -27,6 +27,7 @@ use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 use crate::auth::Authenticator;
 use crate::store::{JsonPage, Store};
+pub use caller::Metering;
 use error::ApiError;
 use http_body::{Frame, SizeHint};
 
@@ -35,6 +36,8 @@ use http_body::{Frame, SizeHint};
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub auth: Arc<Authenticator>,
+    /// Per-token rate limits; `None` when they are off.
+    pub metering: Option<Arc<Metering>>,
 }
 
 /// Limits checked on every request before routing.
@@ -63,6 +66,7 @@ impl Default for RequestLimits {
 const COMPRESS_ABOVE_BYTES: u64 = 1024;
 
 pub fn router(state: AppState, limits: RequestLimits) -> Router {
+    let listing = |route| listing(route, &state);
     let routes = Router::new()
         .route("/v1/projects", listing(get(listings::projects)))
         .route("/v1/api_tokens", listing(get(listings::api_tokens)))
@@ -89,9 +93,16 @@ pub fn with_middleware(routes: Router, limits: RequestLimits) -> Router {
         .layer(middleware::from_fn_with_state(limits, enforce_limits))
 }
 
-/// A listing answers GET and HEAD; anything else is a 405 with `Allow`.
-fn listing(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
-    route.fallback(|| async { ApiError::MethodNotAllowed })
+/// A listing answers GET and HEAD to an authenticated caller within its
+/// rate limit; any other method is a 405 with `Allow`, before
+/// authentication.
+fn listing(route: MethodRouter<AppState>, state: &AppState) -> MethodRouter<AppState> {
+    route
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            caller::authenticate,
+        ))
+        .fallback(|| async { ApiError::MethodNotAllowed })
 }
 
 async fn not_found() -> ApiError {

@@ -307,6 +307,8 @@ pub(crate) struct Server {
     pub(crate) client: reqwest::Client,
     /// The first lines of stdout, when it was captured.
     pub(crate) stdout_lines: Option<mpsc::Receiver<String>>,
+    /// Where its stderr (its log) goes.
+    pub(crate) log: PathBuf,
 }
 
 impl Drop for Server {
@@ -370,6 +372,7 @@ impl Server {
                         base: format!("http://127.0.0.1:{port}"),
                         client: client.clone(),
                         stdout_lines,
+                        log,
                     };
                 }
                 if let Some(status) = child.try_wait().expect("the child can be waited on") {

@@ -147,9 +147,20 @@ impl Schema {
 
 impl Drop for Schema {
     fn drop(&mut self) {
+        // A connection of the test's server may still be inside a
+        // transaction here (the last_used_at flusher's, say) while the
+        // thread that would finish it waits on this drop: the DROP would
+        // wait for its locks forever. End such connections first.
+        let name = &self.name;
         postgres_admin(
             &self.base_url,
-            &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
+            &format!(
+                "SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+                   JOIN pg_class c ON c.oid = l.relation
+                   JOIN pg_namespace n ON n.oid = c.relnamespace
+                  WHERE n.nspname = '{name}' AND l.pid <> pg_backend_pid();
+                 DROP SCHEMA IF EXISTS {name} CASCADE"
+            ),
         );
     }
 }
@@ -287,10 +298,15 @@ impl TestApp {
     /// Another instance of the service on the same data, with a store
     /// connection of its own, as a second `proxydeck serve` would have.
     pub async fn another_instance(&self) -> Self {
+        self.another_instance_with(test_options()).await
+    }
+
+    /// [`TestApp::another_instance`] with `options`.
+    pub async fn another_instance_with(&self, options: ServiceOptions) -> Self {
         let store = store::open(&self.data.url, &StoreOptions::default())
             .await
             .expect("the store opens again");
-        Self::serve(store, self.data.clone(), test_options()).await
+        Self::serve(store, self.data.clone(), options).await
     }
 
     async fn serve(store: Arc<dyn Store>, data: Arc<TestStore>, options: ServiceOptions) -> Self {

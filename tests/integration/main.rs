@@ -42,6 +42,7 @@ mod postgres {
 // one backend does.
 mod cli;
 mod postgres_store;
+mod rate_limits;
 mod server;
 mod sqlite_store;
 mod terminal;
