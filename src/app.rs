@@ -7,11 +7,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use futures_util::FutureExt as _;
 use tokio::net::TcpListener;
 
 use crate::auth::{AuthOptions, Authenticator};
 use crate::http::server::{self, ServerOptions};
-use crate::http::{self as api, AppState, RequestLimits};
+use crate::http::{self as api, AppState, MetricsRoute, RequestLimits};
 use crate::store::Store;
 
 /// Everything `serve` can be told, besides the database.
@@ -19,6 +20,9 @@ use crate::store::Store;
 pub struct ServiceOptions {
     /// Address to listen on, such as `127.0.0.1:8080` (port 0: any free port).
     pub listen: String,
+    /// A second address that serves `/metrics` (then absent from `listen`)
+    /// and the health endpoints (also kept on `listen`).
+    pub admin_listen: Option<String>,
     pub auth: AuthOptions,
     pub server: ServerOptions,
     pub limits: RequestLimits,
@@ -28,6 +32,7 @@ impl Default for ServiceOptions {
     fn default() -> Self {
         Self {
             listen: "127.0.0.1:8080".into(),
+            admin_listen: None,
             auth: AuthOptions::default(),
             server: ServerOptions::default(),
             limits: RequestLimits::default(),
@@ -39,6 +44,8 @@ pub struct Service {
     listener: TcpListener,
     auth: Arc<Authenticator>,
     router: axum::Router,
+    /// The `--admin-listen` listener and its router.
+    admin: Option<(TcpListener, axum::Router)>,
     server: ServerOptions,
 }
 
@@ -46,26 +53,56 @@ impl Service {
     /// Binds the listener, so that the address is known (and taken) before
     /// the service runs.
     pub async fn bind(store: Arc<dyn Store>, options: ServiceOptions) -> anyhow::Result<Self> {
+        // First, so that the counters the service holds on to record.
+        crate::metrics::install();
         let listener = TcpListener::bind(&options.listen)
             .await
             .with_context(|| format!("cannot listen on {}", options.listen))?;
+        let admin_listener = match &options.admin_listen {
+            None => None,
+            Some(address) => Some(
+                TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("--admin-listen: cannot listen on {address}"))?,
+            ),
+        };
         let auth = Arc::new(Authenticator::new(store.clone(), options.auth));
         let state = AppState {
             store,
             auth: auth.clone(),
         };
+        let (router, admin) = match admin_listener {
+            None => (
+                api::router(state, options.limits, MetricsRoute::Included),
+                None,
+            ),
+            Some(admin_listener) => (
+                api::router(
+                    state.clone(),
+                    options.limits.clone(),
+                    MetricsRoute::Excluded,
+                ),
+                Some((admin_listener, api::admin_router(state, options.limits))),
+            ),
+        };
         Ok(Self {
             listener,
             auth,
-            router: api::router(state, options.limits),
+            router,
+            admin,
             server: options.server,
         })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener
-            .local_addr()
-            .expect("a bound TCP listener has an address")
+        address_of(&self.listener)
+    }
+
+    /// The `--admin-listen` address, when there is one.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin
+            .as_ref()
+            .map(|(listener, _)| address_of(listener))
     }
 
     /// Serves until `shutdown` resolves; then finishes in-flight requests and
@@ -76,11 +113,31 @@ impl Service {
             let _ = flusher_stop.await;
         }));
         tracing::info!(address = %self.local_addr(), "serving");
-        server::serve(self.listener, self.router, self.server, shutdown).await;
+        let shutdown = shutdown.shared();
+        let api = server::serve(
+            self.listener,
+            self.router,
+            self.server.clone(),
+            shutdown.clone(),
+        );
+        match self.admin {
+            None => api.await,
+            Some((listener, router)) => {
+                tracing::info!(admin = %address_of(&listener), "health and metrics endpoints");
+                let admin = server::serve(listener, router, self.server, shutdown);
+                tokio::join!(api, admin);
+            }
+        }
         let _ = stop_flusher.send(());
         let _ = flusher.await;
         tracing::info!("stopped");
     }
+}
+
+fn address_of(listener: &TcpListener) -> SocketAddr {
+    listener
+        .local_addr()
+        .expect("a bound TCP listener has an address")
 }
 
 /// A future that resolves on SIGTERM or SIGINT (Ctrl-C). The handlers are

@@ -12,5 +12,6 @@ pub mod auth;
 pub mod cli;
 pub mod domain;
 pub mod http;
+pub mod metrics;
 pub mod store;
 pub mod telemetry;

@@ -9,6 +9,7 @@ use axum::http::request::Parts;
 
 use super::AppState;
 use super::error::ApiError;
+use super::observe::CallerNote;
 use crate::auth::{AuthError, Principal};
 
 pub struct Caller(pub Arc<Principal>);
@@ -25,6 +26,9 @@ impl FromRequestParts<AppState> for Caller {
             (Some(_), Some(_)) => return Err(AuthError::Malformed.into()),
         };
         let principal = app.auth.authenticate(authorization).await?;
+        if let Some(note) = parts.extensions.get::<CallerNote>() {
+            note.record(&principal);
+        }
         Ok(Self(principal))
     }
 }

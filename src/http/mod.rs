@@ -1,9 +1,12 @@
-//! The HTTP layer: routes, the error body, request limits and logging.
-//! [`server`] runs the router on sockets.
+//! The HTTP layer: routes, the error body, request limits, logging and
+//! metrics. [`server`] runs the router on sockets.
 
 mod caller;
+mod conditional;
 pub mod error;
 mod listings;
+mod observe;
+pub mod operations;
 mod query;
 pub mod server;
 
@@ -12,11 +15,11 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -29,6 +32,8 @@ use crate::auth::Authenticator;
 use crate::store::{JsonPage, Store};
 use error::ApiError;
 use http_body::{Frame, SizeHint};
+pub use observe::REQUEST_ID;
+pub use operations::MetricsRoute;
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -62,7 +67,7 @@ impl Default for RequestLimits {
 /// costs more than it saves.
 const COMPRESS_ABOVE_BYTES: u64 = 1024;
 
-pub fn router(state: AppState, limits: RequestLimits) -> Router {
+pub fn router(state: AppState, limits: RequestLimits, metrics: MetricsRoute) -> Router {
     let routes = Router::new()
         .route("/v1/projects", listing(get(listings::projects)))
         .route("/v1/api_tokens", listing(get(listings::api_tokens)))
@@ -70,26 +75,39 @@ pub fn router(state: AppState, limits: RequestLimits) -> Router {
             "/v1/projects/{id}/proxy-settings",
             listing(get(listings::proxy_settings)),
         )
+        .merge(operations::routes(metrics))
         .fallback(not_found)
         .with_state(state);
     with_middleware(routes, limits)
 }
 
-/// The layers every request goes through: limits, compression, the
-/// request log. Public so that the benchmark's ceiling server runs the very
-/// same stack.
+/// The operator's endpoints alone, for `--admin-listen`.
+pub fn admin_router(state: AppState, limits: RequestLimits) -> Router {
+    let routes = operations::routes(MetricsRoute::Included)
+        .fallback(not_found)
+        .with_state(state);
+    with_middleware(routes, limits)
+}
+
+/// The layers every request goes through, outermost first: request id,
+/// log line and metrics; limits; compression; conditional requests.
+/// Public so that the benchmark's ceiling server runs the very same stack.
+/// Installs the process's metrics recorder the first time.
 pub fn with_middleware(routes: Router, limits: RequestLimits) -> Router {
+    crate::metrics::install();
     routes
-        .layer(middleware::from_fn(log_request))
+        .layer(middleware::from_fn(conditional::answer_not_modified))
         .layer(
             CompressionLayer::new()
                 .quality(CompressionLevel::Fastest)
                 .compress_when(SizeAbove::new(COMPRESS_ABOVE_BYTES)),
         )
         .layer(middleware::from_fn_with_state(limits, enforce_limits))
+        .layer(middleware::from_fn(observe::observe))
 }
 
-/// A listing answers GET and HEAD; anything else is a 405 with `Allow`.
+/// A listing, like every route here, answers GET and HEAD; anything else
+/// is a 405 with `Allow`.
 fn listing(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
     route.fallback(|| async { ApiError::MethodNotAllowed })
 }
@@ -103,13 +121,33 @@ async fn not_found() -> ApiError {
 
 /// Serialises `body` as the JSON answer.
 pub fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
-    match serde_json::to_vec(body) {
+    match serialise(body) {
         Ok(bytes) => json_body(status, Body::from(bytes)),
-        Err(error) => {
-            tracing::error!(%error, "cannot serialise a response");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
-        }
+        Err(failed) => failed,
     }
+}
+
+/// Serialises `body` as a listing's answer: 200, with its entity tag.
+pub fn json_listing_response(body: &impl Serialize) -> Response {
+    match serialise(body) {
+        Ok(bytes) => {
+            let tag = conditional::entity_tag(&[&bytes]);
+            tagged(json_body(StatusCode::OK, Body::from(bytes)), tag)
+        }
+        Err(failed) => failed,
+    }
+}
+
+fn serialise(body: &impl Serialize) -> Result<Vec<u8>, Response> {
+    serde_json::to_vec(body).map_err(|error| {
+        tracing::error!(%error, "cannot serialise a response");
+        StatusCode::INTERNAL_SERVER_ERROR.into_response()
+    })
+}
+
+fn tagged(mut response: Response, tag: HeaderValue) -> Response {
+    response.headers_mut().insert(header::ETAG, tag);
+    response
 }
 
 /// The list envelope (`object`, `url`, `has_more`, `last_key`, `data`)
@@ -135,7 +173,11 @@ pub fn list_response(url: &str, page: JsonPage) -> Response {
         Bytes::from(page.joined),
         Bytes::from_static(b"]}"),
     ];
-    json_body(StatusCode::OK, Body::new(Chunks(chunks.into())))
+    let tag = conditional::entity_tag(&[&chunks[0], &chunks[1], &chunks[2]]);
+    tagged(
+        json_body(StatusCode::OK, Body::new(Chunks(chunks.into()))),
+        tag,
+    )
 }
 
 /// A body of a few chunks sent one after the other, its exact length
@@ -212,27 +254,6 @@ async fn enforce_limits(
             ApiError::Unavailable.into_response()
         }
     }
-}
-
-/// One line per request. Neither headers nor the query string are logged:
-/// they may carry a token.
-async fn log_request(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().clone();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("(unmatched)", |p| p.as_str())
-        .to_owned();
-    let response = next.run(request).await;
-    tracing::info!(
-        %method,
-        route,
-        status = response.status().as_u16(),
-        latency_us = started.elapsed().as_micros() as u64,
-        "request"
-    );
-    response
 }
 
 #[cfg(test)]

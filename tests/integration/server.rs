@@ -762,7 +762,8 @@ async fn head_on_each_listing_answers_the_get_headers_without_a_body() {
             head.bytes().await.unwrap().is_empty(),
             "{path}: HEAD has a body"
         );
-        for name in ["content-type", "cache-control"] {
+        assert!(get_headers.contains_key("etag"), "{path}: no ETag");
+        for name in ["content-type", "cache-control", "etag"] {
             assert_eq!(
                 head_headers.get(name),
                 get_headers.get(name),
