@@ -121,28 +121,26 @@ async fn not_found() -> ApiError {
 
 /// Serialises `body` as the JSON answer.
 pub fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
-    match serialise(body) {
-        Ok(bytes) => json_body(status, Body::from(bytes)),
-        Err(failed) => failed,
-    }
+    serialised(body, |bytes| json_body(status, Body::from(bytes)))
 }
 
 /// Serialises `body` as a listing's answer: 200, with its entity tag.
 pub fn json_listing_response(body: &impl Serialize) -> Response {
-    match serialise(body) {
-        Ok(bytes) => {
-            let tag = conditional::entity_tag(&[&bytes]);
-            tagged(json_body(StatusCode::OK, Body::from(bytes)), tag)
-        }
-        Err(failed) => failed,
-    }
+    serialised(body, |bytes| {
+        let tag = conditional::entity_tag(&[&bytes]);
+        tagged(json_body(StatusCode::OK, Body::from(bytes)), tag)
+    })
 }
 
-fn serialise(body: &impl Serialize) -> Result<Vec<u8>, Response> {
-    serde_json::to_vec(body).map_err(|error| {
-        tracing::error!(%error, "cannot serialise a response");
-        StatusCode::INTERNAL_SERVER_ERROR.into_response()
-    })
+/// `answer` with `body` as JSON, or a bare 500 when it cannot be written.
+fn serialised(body: &impl Serialize, answer: impl FnOnce(Vec<u8>) -> Response) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => answer(bytes),
+        Err(error) => {
+            tracing::error!(%error, "cannot serialise a response");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
 }
 
 fn tagged(mut response: Response, tag: HeaderValue) -> Response {
