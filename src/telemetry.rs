@@ -15,10 +15,10 @@ pub const QUIET: &str = "warn";
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
-    /// `2026-03-01T12:00:00.000000Z  INFO proxydeck::http::observe: request method=GET ...`
+    /// Human text, one line per event.
     #[default]
     Text,
-    /// `{"timestamp":"...","level":"INFO","message":"request","method":"GET",...}`
+    /// One JSON object per line.
     Json,
 }
 
