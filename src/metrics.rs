@@ -7,14 +7,21 @@
 //! the work of aggregating is done when `/metrics` is scraped, and every
 //! few seconds by an upkeep thread so that samples never pile up.
 //!
+//! The handles a request records into are looked up once per thread and
+//! label set, then kept: the facade's own look-up builds a key (an
+//! allocation) and read-locks a shard of a registry that every thread
+//! shares, which a request need not pay each time.
+//!
 //! The names and labels are listed, with their meaning, in
 //! docs/operations.md.
 
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use ::metrics::{
-    SharedString, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
+    Counter, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
     histogram,
 };
 use axum::http::{Method, StatusCode};
@@ -48,22 +55,37 @@ const LATENCY_BUCKETS: &[f64] = &[
 /// How often samples are folded into the histograms when nobody scrapes.
 const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
 
-/// The process's recorder, installed on first use. Installing it once for
-/// the process, not per server, is what a global facade allows; tests that
-/// run several servers in one process share it.
-pub fn install() -> &'static PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE.get_or_init(|| {
+/// The process's recorder, and the handles that are the same on every
+/// thread.
+struct Recorder {
+    prometheus: PrometheusHandle,
+    token_cache_hits: Counter,
+    token_cache_misses: Counter,
+    rate_limit_rejections: Counter,
+}
+
+/// Installs the process's recorder, if it is not yet. Recording installs
+/// it too, so that nothing is ever recorded into the void; servers call
+/// this first so that `/metrics` lists every metric from the start.
+pub fn install() {
+    recorder();
+}
+
+/// Installed once for the process, not per server, as a global facade
+/// allows: tests that run several servers in one process share it.
+fn recorder() -> &'static Recorder {
+    static RECORDER: OnceLock<Recorder> = OnceLock::new();
+    RECORDER.get_or_init(|| {
         let recorder = PrometheusBuilder::new()
             .set_buckets(LATENCY_BUCKETS)
             .expect("the latency buckets are not empty")
             .build_recorder();
-        let handle = recorder.handle();
+        let prometheus = recorder.handle();
         if ::metrics::set_global_recorder(recorder).is_err() {
             tracing::warn!("another metrics recorder is installed; /metrics will stay empty");
         }
         describe();
-        let upkeep = handle.clone();
+        let upkeep = prometheus.clone();
         let spawned = std::thread::Builder::new()
             .name("metrics-upkeep".into())
             .spawn(move || {
@@ -75,12 +97,18 @@ pub fn install() -> &'static PrometheusHandle {
         if let Err(error) = spawned {
             tracing::warn!(%error, "cannot start the metrics upkeep thread");
         }
-        handle
+        // Registered now, at zero, so that dashboards and alerts see them
+        // before the first event.
+        Recorder {
+            prometheus,
+            token_cache_hits: counter!(TOKEN_CACHE_HITS),
+            token_cache_misses: counter!(TOKEN_CACHE_MISSES),
+            rate_limit_rejections: counter!(RATE_LIMIT_REJECTIONS),
+        }
     })
 }
 
-/// Help texts and units, and the metrics that exist from the start (at
-/// zero) so that dashboards and alerts see them before the first event.
+/// Help texts and units, and the build's labels.
 fn describe() {
     describe_counter!(
         HTTP_REQUESTS,
@@ -124,9 +152,6 @@ fn describe() {
         BUILD_INFO,
         "Always 1; the labels say which build is running."
     );
-    counter!(TOKEN_CACHE_HITS).absolute(0);
-    counter!(TOKEN_CACHE_MISSES).absolute(0);
-    counter!(RATE_LIMIT_REJECTIONS).absolute(0);
     gauge!(
         BUILD_INFO,
         "version" => env!("CARGO_PKG_VERSION"),
@@ -138,7 +163,7 @@ fn describe() {
 /// The exposition text: the pools' use is read now, then everything is
 /// rendered.
 pub fn render(pools: &[PoolUse]) -> String {
-    let handle = install();
+    let prometheus = &recorder().prometheus;
     for pool in pools {
         let name = pool.pool;
         gauge!(POOL_SIZE, "pool" => name).set(pool.max_size as f64);
@@ -148,50 +173,87 @@ pub fn render(pools: &[PoolUse]) -> String {
             gauge!(POOL_WAITING, "pool" => name).set(waiting as f64);
         }
     }
-    handle.render()
+    prometheus.render()
 }
 
-/// One answered request. `route` is the route template (or
-/// [`UNMATCHED_ROUTE`]), never the raw path.
-pub fn request_answered(route: &SharedString, method: &Method, status: StatusCode, took: Duration) {
-    let method = method_label(method);
-    counter!(
-        HTTP_REQUESTS,
-        "route" => route.clone(),
-        "method" => method,
-        "status" => status_label(status),
-    )
-    .increment(1);
-    histogram!(HTTP_DURATION, "route" => route.clone(), "method" => method)
-        .record(took.as_secs_f64());
+/// What a request's route, method and status record into.
+struct RequestHandles {
+    method: &'static str,
+    status: StatusCode,
+    requests: Counter,
+    latency: Histogram,
 }
 
-/// A route template as a label value, made once per request and shared by
-/// the labels that need it.
-pub fn route_label(route: Option<&str>) -> SharedString {
-    match route {
-        Some(template) => SharedString::from(Arc::<str>::from(template)),
-        None => SharedString::const_str(UNMATCHED_ROUTE),
+/// One answered request. `route` is the route template, `None` when no
+/// route matched: never the raw path.
+pub fn request_answered(route: Option<&str>, method: &Method, status: StatusCode, took: Duration) {
+    // This thread's handles by route; the lists stay short, since methods
+    // and statuses are few.
+    thread_local! {
+        static HANDLES: RefCell<HashMap<String, Vec<RequestHandles>>> = RefCell::new(HashMap::new());
     }
+    let route = route.unwrap_or(UNMATCHED_ROUTE);
+    let method = method_label(method);
+    let record = |handles: &RequestHandles| {
+        handles.requests.increment(1);
+        handles.latency.record(took.as_secs_f64());
+    };
+    HANDLES.with_borrow_mut(|by_route| {
+        let known = by_route.get(route).and_then(|list| {
+            list.iter()
+                .find(|h| h.method == method && h.status == status)
+        });
+        if let Some(handles) = known {
+            return record(handles);
+        }
+        recorder();
+        let handles = RequestHandles {
+            method,
+            status,
+            requests: counter!(
+                HTTP_REQUESTS,
+                "route" => route.to_owned(),
+                "method" => method,
+                "status" => status.as_str().to_owned(),
+            ),
+            latency: histogram!(HTTP_DURATION, "route" => route.to_owned(), "method" => method),
+        };
+        record(&handles);
+        by_route.entry(route.to_owned()).or_default().push(handles);
+    });
 }
 
 /// A store operation (a method of [`crate::store::Store`]) that took `took`.
 pub fn store_operation(operation: &'static str, took: Duration) {
-    histogram!(STORE_DURATION, "operation" => operation).record(took.as_secs_f64());
+    thread_local! {
+        static HANDLES: RefCell<Vec<(&'static str, Histogram)>> = const { RefCell::new(Vec::new()) };
+    }
+    HANDLES.with_borrow_mut(|handles| {
+        let at = match handles.iter().position(|(known, _)| *known == operation) {
+            Some(at) => at,
+            None => {
+                recorder();
+                let latency = histogram!(STORE_DURATION, "operation" => operation);
+                handles.push((operation, latency));
+                handles.len() - 1
+            }
+        };
+        handles[at].1.record(took.as_secs_f64());
+    });
 }
 
 pub fn token_cache_hit() {
-    counter!(TOKEN_CACHE_HITS).increment(1);
+    recorder().token_cache_hits.increment(1);
 }
 
 pub fn token_cache_miss() {
-    counter!(TOKEN_CACHE_MISSES).increment(1);
+    recorder().token_cache_misses.increment(1);
 }
 
 /// A request refused by the per-token rate limit: the limiter calls this
 /// for each 429 it answers.
 pub fn rate_limit_rejected() {
-    counter!(RATE_LIMIT_REJECTIONS).increment(1);
+    recorder().rate_limit_rejections.increment(1);
 }
 
 /// Standard methods by name; any other (clients may send any token) as one
@@ -211,28 +273,13 @@ fn method_label(method: &Method) -> &'static str {
     }
 }
 
-/// The three digits of a status, without an allocation per request.
-fn status_label(status: StatusCode) -> &'static str {
-    // Every status code is 100 to 999: "100101102...999".
-    static DIGITS: LazyLock<String> =
-        LazyLock::new(|| (100..1000).map(|c| c.to_string()).collect());
-    let at = (usize::from(status.as_u16()) - 100) * 3;
-    &DIGITS[at..at + 3]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn labels_are_bounded_and_exact() {
-        for code in [100, 200, 304, 404, 503, 599, 999] {
-            let status = StatusCode::from_u16(code).unwrap();
-            assert_eq!(status_label(status), code.to_string());
-        }
+    fn method_labels_are_bounded() {
         assert_eq!(method_label(&Method::HEAD), "HEAD");
         assert_eq!(method_label(&Method::from_bytes(b"BREW").unwrap()), "other");
-        assert_eq!(&*route_label(None), UNMATCHED_ROUTE);
-        assert_eq!(&*route_label(Some("/v1/projects")), "/v1/projects");
     }
 }

@@ -49,8 +49,9 @@ pub(super) async fn observe(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let request_id = request_id(request.headers());
     let method = request.method().clone();
-    let matched = request.extensions().get::<MatchedPath>();
-    let route = metrics::route_label(matched.map(MatchedPath::as_str));
+    // A clone is a reference count: the route outlives the request.
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let route = matched.as_ref().map(MatchedPath::as_str);
     let caller = CallerNote::default();
     request.extensions_mut().insert(caller.clone());
 
@@ -58,7 +59,7 @@ pub(super) async fn observe(mut request: Request, next: Next) -> Response {
 
     let took = started.elapsed();
     let status = response.status();
-    metrics::request_answered(&route, &method, status, took);
+    metrics::request_answered(route, &method, status, took);
     // Neither headers nor the query string are logged: they may carry a
     // token. The token's id is not secret: listings show it.
     macro_rules! request_line {
@@ -66,7 +67,7 @@ pub(super) async fn observe(mut request: Request, next: Next) -> Response {
             tracing::event!(
                 $level,
                 %method,
-                route = &*route,
+                route = route.unwrap_or(metrics::UNMATCHED_ROUTE),
                 status = status.as_u16(),
                 latency_us = took.as_micros() as u64,
                 request_id = request_id.to_str().unwrap_or_default(),
@@ -77,7 +78,7 @@ pub(super) async fn observe(mut request: Request, next: Next) -> Response {
     }
     // Load balancers and scrapers call these every few seconds: their
     // lines would drown the others.
-    if operations::is_probe(&route) {
+    if route.is_some_and(operations::is_probe) {
         request_line!(Level::DEBUG);
     } else {
         request_line!(Level::INFO);
