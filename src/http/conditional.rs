@@ -6,7 +6,7 @@
 //!
 //! The tag is weak (`W/"…"`): it names the JSON content, while the
 //! compression layer may send that content in several encodings. It is
-//! XXH3-64 of the body's bytes, which costs about a microsecond for a full
+//! XXH3-64 of the body's bytes, which costs a microsecond or two for a full
 //! page; weak comparison (RFC 9110, section 8.8.3.2) is what
 //! `If-None-Match` uses anyway.
 
