@@ -53,8 +53,6 @@ impl Service {
     /// Binds the listener, so that the address is known (and taken) before
     /// the service runs.
     pub async fn bind(store: Arc<dyn Store>, options: ServiceOptions) -> anyhow::Result<Self> {
-        // First, so that the counters the service holds on to record.
-        crate::metrics::install();
         let listener = TcpListener::bind(&options.listen)
             .await
             .with_context(|| format!("cannot listen on {}", options.listen))?;

@@ -6,7 +6,7 @@ mod conditional;
 pub mod error;
 mod listings;
 mod observe;
-pub mod operations;
+mod operations;
 mod query;
 pub mod server;
 
@@ -32,7 +32,6 @@ use crate::auth::Authenticator;
 use crate::store::{JsonPage, Store};
 use error::ApiError;
 use http_body::{Frame, SizeHint};
-pub use observe::REQUEST_ID;
 pub use operations::MetricsRoute;
 
 /// What every handler can reach.

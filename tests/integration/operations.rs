@@ -235,32 +235,31 @@ async fn request_ids_round_trip_on_every_answer() {
 #[tokio::test]
 async fn unfit_request_ids_are_replaced_not_repeated() {
     let app = TestApp::spawn(Backend::Sqlite).await;
+    let answered = |given: String| {
+        let request = app
+            .client
+            .get(app.url("/healthz"))
+            .header("x-request-id", given);
+        async move {
+            let response = request.send().await.unwrap();
+            response.headers()["x-request-id"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
     let token_shaped = proxydeck::domain::token::generate();
     for unfit in [
         "x".repeat(129),
         "two words".to_owned(),
         format!("req-{token_shaped}"),
     ] {
-        let response = app
-            .client
-            .get(app.url("/healthz"))
-            .header("x-request-id", &unfit)
-            .send()
-            .await
-            .unwrap();
-        let id = response.headers()["x-request-id"].to_str().unwrap();
+        let id = answered(unfit.clone()).await;
         assert_ne!(id, unfit);
-        uuid::Uuid::parse_str(id).expect("a generated id instead");
+        uuid::Uuid::parse_str(&id).expect("a generated id instead");
     }
-    let accepted = "y".repeat(128);
-    let response = app
-        .client
-        .get(app.url("/healthz"))
-        .header("x-request-id", &accepted)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.headers()["x-request-id"], accepted.as_str());
+    let longest = "y".repeat(128);
+    assert_eq!(answered(longest.clone()).await, longest);
 }
 
 // ----- Metrics -----

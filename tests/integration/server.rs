@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use proxydeck::app::ServiceOptions;
+use proxydeck::domain::api_token::ApiToken;
 use proxydeck::domain::pagination::{Direction, PageRequest};
 use proxydeck::store::{self, ApiTokensQuery, DatabaseUrl, StoreOptions};
 use serde_json::Value;
@@ -346,6 +347,26 @@ fn serving_address(line: &str) -> Option<SocketAddr> {
         .next()?
         .parse()
         .ok()
+}
+
+/// The tokens of `u1` in the SQLite file at `path`, newest first, read
+/// through a store of their own.
+async fn tokens_of_u1(path: &Path) -> Vec<ApiToken> {
+    let url = DatabaseUrl::Sqlite(path.to_owned());
+    let store = store::open(&url, &StoreOptions::default()).await.unwrap();
+    store
+        .list_api_tokens(ApiTokensQuery {
+            user_id: "u1".into(),
+            name: None,
+            page: PageRequest {
+                start_key: None,
+                direction: Direction::Desc,
+                limit: 100,
+            },
+        })
+        .await
+        .expect("the tokens list")
+        .items
 }
 
 // ----- Load during shutdown -----
@@ -1028,23 +1049,7 @@ async fn last_used_at_is_written_at_shutdown() {
         .unwrap();
     assert_eq!(response.status(), 200);
 
-    let tokens = |store: Arc<dyn proxydeck::store::Store>| async move {
-        store
-            .list_api_tokens(ApiTokensQuery {
-                user_id: "u1".into(),
-                name: None,
-                page: PageRequest {
-                    start_key: None,
-                    direction: Direction::Desc,
-                    limit: 100,
-                },
-            })
-            .await
-            .expect("the tokens list")
-            .items
-    };
-    let url = DatabaseUrl::Sqlite(path.clone());
-    let before = tokens(store::open(&url, &StoreOptions::default()).await.unwrap()).await;
+    let before = tokens_of_u1(&path).await;
     assert_eq!(before.len(), 1);
     assert!(
         before[0].last_used_at.is_none(),
@@ -1053,7 +1058,7 @@ async fn last_used_at_is_written_at_shutdown() {
 
     let (_, status, _, stderr) = binary.stop_with("TERM").await;
     assert!(status.success(), "{stderr}");
-    let after = tokens(store::open(&url, &StoreOptions::default()).await.unwrap()).await;
+    let after = tokens_of_u1(&path).await;
     assert!(
         after[0].last_used_at.is_some(),
         "last_used_at was not written at shutdown: {:?}",
@@ -1200,23 +1205,7 @@ async fn logged_requests(path: &Path, secret: &str, extra: &[&str], rust_log: &s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_lines_hold_the_request_fields_in_json_and_in_text() {
     let (_dir, path, secret) = seeded_database(1).await;
-    let token_id = {
-        let TestStore { store, .. } =
-            TestStore::at(DatabaseUrl::Sqlite(path.clone()), StoreOptions::default()).await;
-        let tokens = store
-            .list_api_tokens(ApiTokensQuery {
-                user_id: "u1".into(),
-                name: None,
-                page: PageRequest {
-                    start_key: None,
-                    direction: Direction::Desc,
-                    limit: 1,
-                },
-            })
-            .await
-            .unwrap();
-        tokens.items[0].id.clone()
-    };
+    let token_id = tokens_of_u1(&path).await[0].id.clone();
 
     let stderr = logged_requests(&path, &secret, &["--log-format", "json"], "info").await;
     let lines: Vec<Value> = stderr
