@@ -511,6 +511,40 @@ async fn reads_never_wait_on_a_writer(store: Arc<dyn Store>) {
     assert_eq!(all_projects(store.as_ref()).await.len(), 2);
 }
 
+/// The pools' use, as the metrics show it: sane sizes, and a connection
+/// held by an open write transaction counts as in use until it ends.
+async fn pool_use_counts_a_connection_held_by_a_write(store: Arc<dyn Store>) {
+    seed(store.as_ref(), base()).await.unwrap();
+    let in_use = |store: &dyn Store| {
+        let pools = store.pool_use();
+        assert!(!pools.is_empty(), "the backend reports its pools");
+        for pool in &pools {
+            assert!(pool.max_size >= 1, "{pool:?}");
+            assert!(pool.idle + pool.in_use <= pool.max_size, "{pool:?}");
+        }
+        pools.iter().map(|pool| pool.in_use).sum::<usize>()
+    };
+    let (sender, receiver) = mpsc::channel::<ImportBatch>(4);
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move { store.import(receiver).await })
+    };
+    let line = project("held", 1, 0).to_string();
+    sender
+        .send(vec![Ok((1, parse_line(&line).unwrap()))])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let during = in_use(store.as_ref());
+    drop(sender);
+    writer.await.unwrap().unwrap();
+    let after = in_use(store.as_ref());
+    assert!(
+        during > after,
+        "{during} in use during the write, {after} after"
+    );
+}
+
 /// One `#[tokio::test]` per contract test, on this module's backend.
 macro_rules! contract {
     ($($test:ident),* $(,)?) => {
@@ -542,4 +576,5 @@ contract!(
     token_listing_pages_and_filters,
     invisible_projects_have_no_settings,
     reads_never_wait_on_a_writer,
+    pool_use_counts_a_connection_held_by_a_write,
 );
