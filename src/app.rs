@@ -7,11 +7,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use futures_util::FutureExt as _;
 use tokio::net::TcpListener;
 
 use crate::auth::{AuthOptions, Authenticator};
 use crate::http::server::{self, ServerOptions};
-use crate::http::{self as api, AppState, Metering, RequestLimits};
+use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits};
 use crate::rate_limit::{RateLimitOptions, RateLimiter};
 use crate::store::Store;
 
@@ -20,6 +21,9 @@ use crate::store::Store;
 pub struct ServiceOptions {
     /// Address to listen on, such as `127.0.0.1:8080` (port 0: any free port).
     pub listen: String,
+    /// A second address that serves `/metrics` (then absent from `listen`)
+    /// and the health endpoints (also kept on `listen`).
+    pub admin_listen: Option<String>,
     pub auth: AuthOptions,
     pub server: ServerOptions,
     pub limits: RequestLimits,
@@ -30,6 +34,7 @@ impl Default for ServiceOptions {
     fn default() -> Self {
         Self {
             listen: "127.0.0.1:8080".into(),
+            admin_listen: None,
             auth: AuthOptions::default(),
             server: ServerOptions::default(),
             limits: RequestLimits::default(),
@@ -43,6 +48,8 @@ pub struct Service {
     auth: Arc<Authenticator>,
     rate_limiter: Option<Arc<RateLimiter>>,
     router: axum::Router,
+    /// The `--admin-listen` listener and its router.
+    admin: Option<(TcpListener, axum::Router)>,
     server: ServerOptions,
 }
 
@@ -53,6 +60,14 @@ impl Service {
         let listener = TcpListener::bind(&options.listen)
             .await
             .with_context(|| format!("cannot listen on {}", options.listen))?;
+        let admin_listener = match &options.admin_listen {
+            None => None,
+            Some(address) => Some(
+                TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("--admin-listen: cannot listen on {address}"))?,
+            ),
+        };
         let auth = Arc::new(Authenticator::new(store.clone(), options.auth));
         let rate_limiter = RateLimiter::new(&options.rate_limit)?.map(Arc::new);
         let state = AppState {
@@ -62,19 +77,39 @@ impl Service {
                 .clone()
                 .map(|limiter| Arc::new(Metering::new(limiter))),
         };
+        let (router, admin) = match admin_listener {
+            None => (
+                api::router(state, options.limits, MetricsRoute::Included),
+                None,
+            ),
+            Some(admin_listener) => (
+                api::router(
+                    state.clone(),
+                    options.limits.clone(),
+                    MetricsRoute::Excluded,
+                ),
+                Some((admin_listener, api::admin_router(state, options.limits))),
+            ),
+        };
         Ok(Self {
             listener,
             auth,
             rate_limiter,
-            router: api::router(state, options.limits),
+            router,
+            admin,
             server: options.server,
         })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener
-            .local_addr()
-            .expect("a bound TCP listener has an address")
+        address_of(&self.listener)
+    }
+
+    /// The `--admin-listen` address, when there is one.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin
+            .as_ref()
+            .map(|(listener, _)| address_of(listener))
     }
 
     /// Serves until `shutdown` resolves; then finishes in-flight requests and
@@ -89,7 +124,21 @@ impl Service {
             .as_ref()
             .map(|limiter| tokio::spawn(limiter.clone().run_sweeper()));
         tracing::info!(address = %self.local_addr(), "serving");
-        server::serve(self.listener, self.router, self.server, shutdown).await;
+        let shutdown = shutdown.shared();
+        let api = server::serve(
+            self.listener,
+            self.router,
+            self.server.clone(),
+            shutdown.clone(),
+        );
+        match self.admin {
+            None => api.await,
+            Some((listener, router)) => {
+                tracing::info!(admin = %address_of(&listener), "health and metrics endpoints");
+                let admin = server::serve(listener, router, self.server, shutdown);
+                tokio::join!(api, admin);
+            }
+        }
         if let Some(sweeper) = sweeper {
             sweeper.abort();
         }
@@ -97,6 +146,12 @@ impl Service {
         let _ = flusher.await;
         tracing::info!("stopped");
     }
+}
+
+fn address_of(listener: &TcpListener) -> SocketAddr {
+    listener
+        .local_addr()
+        .expect("a bound TCP listener has an address")
 }
 
 /// A future that resolves on SIGTERM or SIGINT (Ctrl-C). The handlers are

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::domain::time::Timestamp;
 use crate::domain::token::{self, TokenDigest};
+use crate::metrics;
 use crate::store::{Store, StoreError, TokenGrant, TokenUse};
 
 #[derive(Clone, Debug)]
@@ -117,8 +118,12 @@ impl Authenticator {
         }
         let digest = token::digest(secret);
         let principal = match self.cache.get(&digest) {
-            Some(principal) => principal,
+            Some(principal) => {
+                metrics::token_cache_hit();
+                principal
+            }
             None => {
+                metrics::token_cache_miss();
                 let grant = self
                     .store
                     .find_token(digest)

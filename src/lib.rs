@@ -12,6 +12,7 @@ pub mod auth;
 pub mod cli;
 pub mod domain;
 pub mod http;
+pub mod metrics;
 pub mod rate_limit;
 pub mod store;
 pub mod telemetry;

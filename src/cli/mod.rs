@@ -22,7 +22,7 @@ use crate::http::server::ServerOptions;
 use crate::rate_limit::redis::RedisUrl;
 use crate::rate_limit::{self, Policy, RateLimitOptions};
 use crate::store::{self, DatabaseUrl, StoreOptions};
-use crate::telemetry;
+use crate::telemetry::{self, LogFormat, LogLevel, Logging};
 use duration::parse_duration;
 
 #[derive(Parser, Debug)]
@@ -46,6 +46,20 @@ pub struct Cli {
     /// Print the result as exactly one JSON document on stdout.
     #[arg(long, global = true)]
     json: bool,
+
+    /// Log lines on stderr as human text or as one JSON object per line.
+    #[arg(long, global = true, env = "PROXYDECK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    log_format: LogFormat,
+    /// Least severe log level shown (default: info when serving, warn
+    /// otherwise). RUST_LOG, when set, takes precedence.
+    #[arg(
+        long,
+        global = true,
+        env = "PROXYDECK_LOG_LEVEL",
+        value_enum,
+        value_name = "LEVEL"
+    )]
+    log_level: Option<LogLevel>,
 
     #[command(flatten)]
     store: StoreArgs,
@@ -123,6 +137,10 @@ struct ServeArgs {
         value_name = "ADDR"
     )]
     listen: String,
+    /// Serve /metrics (and the health endpoints, which stay on --listen
+    /// too) on this address instead, such as a private 127.0.0.1:9090.
+    #[arg(long, env = "PROXYDECK_ADMIN_LISTEN", value_name = "ADDR")]
+    admin_listen: Option<String>,
     /// How long an authenticated token is trusted without asking the store:
     /// the delay before a revocation made elsewhere takes effect.
     #[arg(long, env = "PROXYDECK_TOKEN_CACHE_TTL", default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
@@ -185,6 +203,7 @@ impl ServeArgs {
             .map_err(|why| anyhow::anyhow!("--rate-limit-redis {why}"))?;
         Ok(ServiceOptions {
             listen: self.listen.clone(),
+            admin_listen: self.admin_listen.clone(),
             auth: AuthOptions {
                 cache_ttl: self.token_cache_ttl,
                 usage_flush_interval: self.last_used_flush_interval,
@@ -228,7 +247,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_logging(&cli.command);
+    if let Err(error) = init_logging(&cli) {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -249,11 +271,15 @@ fn fail(error: &anyhow::Error) -> ExitCode {
 
 /// Serving logs each request at `info`; the other commands stay quiet but
 /// for warnings.
-fn init_logging(command: &Command) {
-    telemetry::init(match command {
+fn init_logging(cli: &Cli) -> Result<(), String> {
+    let logging = Logging {
+        format: cli.log_format,
+        level: cli.log_level,
+    };
+    logging.init(match cli.command {
         Command::Serve(_) | Command::Demo(_) => telemetry::SERVING,
         _ => telemetry::QUIET,
-    });
+    })
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {

@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use super::error::ApiError;
+use super::observe::CallerNote;
 use crate::auth::{AuthError, Principal};
 use crate::rate_limit::{RateLimiter, Verdict};
 
@@ -32,6 +33,10 @@ pub async fn authenticate(
         Ok(principal) => principal,
         Err(error) => return error.into_response(),
     };
+    // For the request line: who called, 429s included.
+    if let Some(note) = request.extensions().get::<CallerNote>() {
+        note.record(&principal);
+    }
     let Some(metering) = &app.metering else {
         request.extensions_mut().insert(Authenticated(principal));
         return next.run(request).await;
@@ -41,6 +46,7 @@ pub async fn authenticate(
         request.extensions_mut().insert(Authenticated(principal));
         next.run(request).await
     } else {
+        crate::metrics::rate_limit_rejected();
         ApiError::RateLimited {
             retry_after_seconds: verdict.retry_after_seconds,
         }

@@ -4,14 +4,13 @@ use std::sync::Arc;
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Serialize;
 
 use super::caller::Caller;
 use super::error::ApiError;
 use super::query::QueryParams;
-use super::{AppState, json_response, list_response};
+use super::{AppState, json_listing_response, list_response};
 use crate::domain::api_token::{self, ApiToken};
 use crate::domain::ids;
 use crate::domain::pagination::{DEFAULT_LIMIT, DEFAULT_PROXY_SETTINGS_LIMIT, Direction};
@@ -87,15 +86,12 @@ pub async fn api_tokens(
             page,
         })
         .await?;
-    Ok(json_response(
-        StatusCode::OK,
-        &ApiTokenList {
-            limit,
-            start_key: start_key.as_deref(),
-            order_direction: direction,
-            data: &result.items,
-        },
-    ))
+    Ok(json_listing_response(&ApiTokenList {
+        limit,
+        start_key: start_key.as_deref(),
+        order_direction: direction,
+        data: &result.items,
+    }))
 }
 
 /// `GET /v1/projects/{id}/proxy-settings`

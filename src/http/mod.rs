@@ -1,9 +1,12 @@
-//! The HTTP layer: routes, the error body, request limits and logging.
-//! [`server`] runs the router on sockets.
+//! The HTTP layer: routes, the error body, request limits, logging and
+//! metrics. [`server`] runs the router on sockets.
 
 mod caller;
+mod conditional;
 pub mod error;
 mod listings;
+mod observe;
+mod operations;
 mod query;
 pub mod server;
 
@@ -12,11 +15,11 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -30,6 +33,7 @@ use crate::store::{JsonPage, Store};
 pub use caller::Metering;
 use error::ApiError;
 use http_body::{Frame, SizeHint};
+pub use operations::MetricsRoute;
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -65,7 +69,7 @@ impl Default for RequestLimits {
 /// costs more than it saves.
 const COMPRESS_ABOVE_BYTES: u64 = 1024;
 
-pub fn router(state: AppState, limits: RequestLimits) -> Router {
+pub fn router(state: AppState, limits: RequestLimits, metrics: MetricsRoute) -> Router {
     let listing = |route| listing(route, &state);
     let routes = Router::new()
         .route("/v1/projects", listing(get(listings::projects)))
@@ -74,35 +78,51 @@ pub fn router(state: AppState, limits: RequestLimits) -> Router {
             "/v1/projects/{id}/proxy-settings",
             listing(get(listings::proxy_settings)),
         )
+        .merge(operations::routes(metrics))
         .fallback(not_found)
         .with_state(state);
     with_middleware(routes, limits)
 }
 
-/// The layers every request goes through: limits, compression, the
-/// request log. Public so that the benchmark's ceiling server runs the very
-/// same stack.
+/// The operator's endpoints alone, for `--admin-listen`.
+pub fn admin_router(state: AppState, limits: RequestLimits) -> Router {
+    let routes = operations::routes(MetricsRoute::Included)
+        .fallback(not_found)
+        .with_state(state);
+    with_middleware(routes, limits)
+}
+
+/// The layers every request goes through, outermost first: request id,
+/// log line and metrics; limits; compression; conditional requests.
+/// Public so that the benchmark's ceiling server runs the very same stack.
+/// Installs the process's metrics recorder the first time.
 pub fn with_middleware(routes: Router, limits: RequestLimits) -> Router {
+    crate::metrics::install();
     routes
-        .layer(middleware::from_fn(log_request))
+        .layer(middleware::from_fn(conditional::answer_not_modified))
         .layer(
             CompressionLayer::new()
                 .quality(CompressionLevel::Fastest)
                 .compress_when(SizeAbove::new(COMPRESS_ABOVE_BYTES)),
         )
         .layer(middleware::from_fn_with_state(limits, enforce_limits))
+        .layer(middleware::from_fn(observe::observe))
 }
 
 /// A listing answers GET and HEAD to an authenticated caller within its
 /// rate limit; any other method is a 405 with `Allow`, before
 /// authentication.
 fn listing(route: MethodRouter<AppState>, state: &AppState) -> MethodRouter<AppState> {
-    route
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            caller::authenticate,
-        ))
-        .fallback(|| async { ApiError::MethodNotAllowed })
+    get_or_head(route.route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        caller::authenticate,
+    )))
+}
+
+/// Every route answers GET and HEAD; any other method is a 405 with
+/// `Allow`.
+fn get_or_head(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+    route.fallback(|| async { ApiError::MethodNotAllowed })
 }
 
 async fn not_found() -> ApiError {
@@ -114,13 +134,31 @@ async fn not_found() -> ApiError {
 
 /// Serialises `body` as the JSON answer.
 pub fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
+    serialised(body, |bytes| json_body(status, Body::from(bytes)))
+}
+
+/// Serialises `body` as a listing's answer: 200, with its entity tag.
+pub fn json_listing_response(body: &impl Serialize) -> Response {
+    serialised(body, |bytes| {
+        let tag = conditional::entity_tag(&[&bytes]);
+        tagged(json_body(StatusCode::OK, Body::from(bytes)), tag)
+    })
+}
+
+/// `answer` with `body` as JSON, or a bare 500 when it cannot be written.
+fn serialised(body: &impl Serialize, answer: impl FnOnce(Vec<u8>) -> Response) -> Response {
     match serde_json::to_vec(body) {
-        Ok(bytes) => json_body(status, Body::from(bytes)),
+        Ok(bytes) => answer(bytes),
         Err(error) => {
             tracing::error!(%error, "cannot serialise a response");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
+}
+
+fn tagged(mut response: Response, tag: HeaderValue) -> Response {
+    response.headers_mut().insert(header::ETAG, tag);
+    response
 }
 
 /// The list envelope (`object`, `url`, `has_more`, `last_key`, `data`)
@@ -146,7 +184,11 @@ pub fn list_response(url: &str, page: JsonPage) -> Response {
         Bytes::from(page.joined),
         Bytes::from_static(b"]}"),
     ];
-    json_body(StatusCode::OK, Body::new(Chunks(chunks.into())))
+    let tag = conditional::entity_tag(&[&chunks[0], &chunks[1], &chunks[2]]);
+    tagged(
+        json_body(StatusCode::OK, Body::new(Chunks(chunks.into()))),
+        tag,
+    )
 }
 
 /// A body of a few chunks sent one after the other, its exact length
@@ -223,27 +265,6 @@ async fn enforce_limits(
             ApiError::Unavailable.into_response()
         }
     }
-}
-
-/// One line per request. Neither headers nor the query string are logged:
-/// they may carry a token.
-async fn log_request(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().clone();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("(unmatched)", |p| p.as_str())
-        .to_owned();
-    let response = next.run(request).await;
-    tracing::info!(
-        %method,
-        route,
-        status = response.status().as_u16(),
-        latency_us = started.elapsed().as_micros() as u64,
-        "request"
-    );
-    response
 }
 
 #[cfg(test)]

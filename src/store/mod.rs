@@ -74,6 +74,26 @@ pub trait Store: Send + Sync + 'static {
     async fn list_users(&self) -> Result<Vec<User>, StoreError>;
     /// Every token of a user, revoked ones included, in creation order.
     async fn list_user_tokens(&self, user_id: &str) -> Result<Vec<TokenRecord>, StoreError>;
+
+    /// How the store's connection pools are used at this moment, for the
+    /// metrics: cheap, never waits. Empty when the backend cannot say.
+    fn pool_use(&self) -> Vec<PoolUse> {
+        Vec::new()
+    }
+}
+
+/// How one pool of store connections is used at a moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolUse {
+    /// Which pool: `reader` or `writer` on SQLite; `shared` or `exclusive`
+    /// on PostgreSQL.
+    pub pool: &'static str,
+    /// Most connections the pool keeps.
+    pub max_size: usize,
+    pub idle: usize,
+    pub in_use: usize,
+    /// Requests waiting for a connection, when the pool can tell.
+    pub waiting: Option<usize>,
 }
 
 /// How a store fails.

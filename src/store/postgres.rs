@@ -33,7 +33,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
-use super::{StoreError, StoreOptions};
+use super::{PoolUse, StoreError, StoreOptions};
 
 mod embedded {
     refinery::embed_migrations!("migrations/postgres");
@@ -208,6 +208,33 @@ impl Driver for PostgresDriver {
             let session = PgSession::new(driver, Some(connection));
             on_blocking_thread(move || Ok(session), input, work).await
         }
+    }
+
+    /// Shared clients carry many requests' statements at once, so each
+    /// live one counts as in use; the exclusive pool says what it holds.
+    fn pool_use(&self) -> Vec<PoolUse> {
+        let live = self
+            .shared
+            .iter()
+            .filter(|slot| slot.live().is_some())
+            .count();
+        let exclusive = self.exclusive.status();
+        vec![
+            PoolUse {
+                pool: "shared",
+                max_size: self.shared.len(),
+                idle: 0,
+                in_use: live,
+                waiting: None,
+            },
+            PoolUse {
+                pool: "exclusive",
+                max_size: exclusive.max_size,
+                idle: exclusive.available,
+                in_use: exclusive.size.saturating_sub(exclusive.available),
+                waiting: Some(exclusive.waiting),
+            },
+        ]
     }
 }
 

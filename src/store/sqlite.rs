@@ -16,7 +16,7 @@ use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
-use super::{StoreError, StoreOptions};
+use super::{PoolUse, StoreError, StoreOptions};
 
 mod embedded {
     refinery::embed_migrations!("migrations/sqlite");
@@ -132,6 +132,23 @@ impl Driver for SqliteDriver {
     {
         let pool = self.readers.clone();
         on_blocking_thread(move || checkout(&pool), input, work)
+    }
+
+    fn pool_use(&self) -> Vec<PoolUse> {
+        let usage = |pool: &'static str, connections: &r2d2::Pool<Connector>| {
+            let state = connections.state();
+            PoolUse {
+                pool,
+                max_size: connections.max_size() as usize,
+                idle: state.idle_connections as usize,
+                in_use: state.connections.saturating_sub(state.idle_connections) as usize,
+                waiting: None,
+            }
+        };
+        vec![
+            usage("reader", &self.readers),
+            usage("writer", &self.writer),
+        ]
     }
 }
 

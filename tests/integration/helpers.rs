@@ -267,6 +267,8 @@ impl TestStore {
 
 pub struct TestApp {
     pub address: SocketAddr,
+    /// The `admin_listen` address, when the options asked for one.
+    pub admin_address: Option<SocketAddr>,
     pub store: Arc<dyn Store>,
     pub client: reqwest::Client,
     /// The data the service runs on (shared by its other instances).
@@ -314,12 +316,14 @@ impl TestApp {
             .await
             .expect("the service binds");
         let address = service.local_addr();
+        let admin_address = service.admin_addr();
         let (shutdown, stop) = oneshot::channel::<()>();
         let task = tokio::spawn(service.run(async {
             let _ = stop.await;
         }));
         Self {
             address,
+            admin_address,
             store,
             client: client_builder().build().expect("an HTTP client"),
             data,

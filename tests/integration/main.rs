@@ -15,6 +15,7 @@ mod sqlite {
     pub(crate) const BACKEND: crate::helpers::Backend = crate::helpers::Backend::Sqlite;
     mod api_tokens;
     mod auth;
+    mod conditional;
     mod errors;
     mod fuzz;
     mod instances;
@@ -29,6 +30,7 @@ mod postgres {
     pub(crate) const BACKEND: crate::helpers::Backend = crate::helpers::Backend::Postgres;
     mod api_tokens;
     mod auth;
+    mod conditional;
     mod errors;
     mod fuzz;
     mod instances;
@@ -41,6 +43,7 @@ mod postgres {
 // The command line, the server's handling of connections, and what only
 // one backend does.
 mod cli;
+mod operations;
 mod postgres_store;
 mod rate_limits;
 mod server;

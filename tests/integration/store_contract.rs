@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proxydeck::domain::directory::{Organization, OrganizationTag, User, UserTag};
-use proxydeck::domain::import::{ImportBatch, parse_line};
+use proxydeck::domain::import::{ImportBatch, ImportError, ObjectCounts, parse_line};
 use proxydeck::domain::pagination::{Direction, PageRequest};
 use proxydeck::domain::time::Timestamp;
 use proxydeck::domain::token;
@@ -484,24 +484,35 @@ async fn invisible_projects_have_no_settings(store: Arc<dyn Store>) {
     ));
 }
 
+/// Starts an import of `line` that then holds its write transaction open,
+/// waiting for more lines, until the sender it answers is dropped.
+async fn hold_a_write(
+    store: &Arc<dyn Store>,
+    line: Value,
+) -> (
+    mpsc::Sender<ImportBatch>,
+    tokio::task::JoinHandle<Result<ObjectCounts, ImportError>>,
+) {
+    let (sender, receiver) = mpsc::channel::<ImportBatch>(4);
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move { store.import(receiver).await })
+    };
+    sender
+        .send(vec![Ok((1, parse_line(&line.to_string()).unwrap()))])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    (sender, writer)
+}
+
 /// A write transaction that stays open does not hold up reads: they answer
 /// at once, with the data as it was before the write.
 async fn reads_never_wait_on_a_writer(store: Arc<dyn Store>) {
     let mut lines = base();
     lines.push(project("old", 1, 0));
     seed(store.as_ref(), lines).await.unwrap();
-    let (sender, receiver) = mpsc::channel::<ImportBatch>(4);
-    let writer = {
-        let store = store.clone();
-        tokio::spawn(async move { store.import(receiver).await })
-    };
-    let line = project("new", 1, 1).to_string();
-    sender
-        .send(vec![Ok((1, parse_line(&line).unwrap()))])
-        .await
-        .unwrap();
-    // The import now holds the write transaction open, waiting for more lines.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (sender, writer) = hold_a_write(&store, project("new", 1, 1)).await;
     let read = tokio::time::timeout(Duration::from_millis(500), all_projects(store.as_ref()))
         .await
         .expect("a read during a write answers at once");
@@ -509,6 +520,30 @@ async fn reads_never_wait_on_a_writer(store: Arc<dyn Store>) {
     drop(sender);
     writer.await.unwrap().unwrap();
     assert_eq!(all_projects(store.as_ref()).await.len(), 2);
+}
+
+/// The pools' use, as the metrics show it: sane sizes, and a connection
+/// held by an open write transaction counts as in use until it ends.
+async fn pool_use_counts_a_connection_held_by_a_write(store: Arc<dyn Store>) {
+    seed(store.as_ref(), base()).await.unwrap();
+    let in_use = |store: &dyn Store| {
+        let pools = store.pool_use();
+        assert!(!pools.is_empty(), "the backend reports its pools");
+        for pool in &pools {
+            assert!(pool.max_size >= 1, "{pool:?}");
+            assert!(pool.idle + pool.in_use <= pool.max_size, "{pool:?}");
+        }
+        pools.iter().map(|pool| pool.in_use).sum::<usize>()
+    };
+    let (sender, writer) = hold_a_write(&store, project("held", 1, 0)).await;
+    let during = in_use(store.as_ref());
+    drop(sender);
+    writer.await.unwrap().unwrap();
+    let after = in_use(store.as_ref());
+    assert!(
+        during > after,
+        "{during} in use during the write, {after} after"
+    );
 }
 
 /// One `#[tokio::test]` per contract test, on this module's backend.
@@ -542,4 +577,5 @@ contract!(
     token_listing_pages_and_filters,
     invisible_projects_have_no_settings,
     reads_never_wait_on_a_writer,
+    pool_use_counts_a_connection_held_by_a_write,
 );

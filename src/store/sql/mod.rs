@@ -28,8 +28,8 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use super::{
-    ApiTokensQuery, JsonPage, NewToken, ProjectsQuery, ProxySettingsQuery, Store, StoreError,
-    TokenGrant, TokenUse,
+    ApiTokensQuery, JsonPage, NewToken, PoolUse, ProjectsQuery, ProxySettingsQuery, Store,
+    StoreError, TokenGrant, TokenUse,
 };
 use crate::domain::api_token::{ApiToken, TokenRecord};
 use crate::domain::directory::{Organization, User};
@@ -120,6 +120,9 @@ pub trait Driver: Send + Sync + 'static {
     where
         Q: Send + Sync + 'static,
         T: Send + 'static;
+
+    /// How the driver's connection pools are used now ([`Store::pool_use`]).
+    fn pool_use(&self) -> Vec<PoolUse>;
 }
 
 /// Runs `work` to its end on a thread of tokio's blocking pool, on the
@@ -240,13 +243,19 @@ impl<D: Driver> SqlStore<D> {
     /// unavailable is tried once more, on another connection, within the
     /// same bound: a pooled connection that went stale (the database
     /// restarted) fails only once.
-    async fn read<Q, T>(&self, input: Q, work: Work<Q, T>) -> Result<T, StoreError>
+    async fn read<Q, T>(
+        &self,
+        operation: &'static str,
+        input: Q,
+        work: Work<Q, T>,
+    ) -> Result<T, StoreError>
     where
         Q: Send + Sync + 'static,
         T: Send + 'static,
     {
         let input = Arc::new(input);
         let started = Instant::now();
+        let _timer = OperationTimer::start(operation);
         let attempt = |limit| {
             let run = self.driver.run(Access::Read, input.clone(), work);
             async move {
@@ -264,11 +273,18 @@ impl<D: Driver> SqlStore<D> {
     }
 
     /// Runs a write: a request's, bounded in time; an operator's, not.
-    async fn write<Q, T>(&self, bound: Bound, input: Q, work: Work<Q, T>) -> Result<T, StoreError>
+    async fn write<Q, T>(
+        &self,
+        operation: &'static str,
+        bound: Bound,
+        input: Q,
+        work: Work<Q, T>,
+    ) -> Result<T, StoreError>
     where
         Q: Send + Sync + 'static,
         T: Send + 'static,
     {
+        let _timer = OperationTimer::start(operation);
         let run = self.driver.run(Access::Write, Arc::new(input), work);
         match bound {
             Bound::Request => tokio::time::timeout(self.request_timeout, run)
@@ -279,12 +295,40 @@ impl<D: Driver> SqlStore<D> {
     }
 
     /// Runs an operator's read, unbounded.
-    async fn operator_read<Q, T>(&self, input: Q, work: Work<Q, T>) -> Result<T, StoreError>
+    async fn operator_read<Q, T>(
+        &self,
+        operation: &'static str,
+        input: Q,
+        work: Work<Q, T>,
+    ) -> Result<T, StoreError>
     where
         Q: Send + Sync + 'static,
         T: Send + 'static,
     {
+        let _timer = OperationTimer::start(operation);
         self.driver.run(Access::Read, Arc::new(input), work).await
+    }
+}
+
+/// Records how long a store operation took when dropped: on success, on
+/// failure, and when the request that awaited it went away.
+struct OperationTimer {
+    operation: &'static str,
+    started: Instant,
+}
+
+impl OperationTimer {
+    fn start(operation: &'static str) -> Self {
+        Self {
+            operation,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Drop for OperationTimer {
+    fn drop(&mut self) {
+        crate::metrics::store_operation(self.operation, self.started.elapsed());
     }
 }
 
@@ -299,38 +343,42 @@ enum Bound {
 #[async_trait]
 impl<D: Driver> Store for SqlStore<D> {
     async fn ping(&self) -> Result<(), StoreError> {
-        self.read((), |db, ()| {
+        self.read("ping", (), |db, ()| {
             Box::pin(async { exists(db, "SELECT 1", &[]).await.map(drop) })
         })
         .await
     }
 
     async fn find_token(&self, digest: TokenDigest) -> Result<Option<TokenGrant>, StoreError> {
-        self.read(digest, |db, digest| {
+        self.read("find_token", digest, |db, digest| {
             Box::pin(listings::find_token(db, digest))
         })
         .await
     }
 
     async fn record_token_uses(&self, uses: Vec<TokenUse>) -> Result<(), StoreError> {
-        self.write(Bound::Request, uses, |db, uses| {
+        self.write("record_token_uses", Bound::Request, uses, |db, uses| {
             Box::pin(admin::record_token_uses(db, uses))
         })
         .await
     }
 
     async fn list_projects(&self, query: ProjectsQuery) -> Result<JsonPage, StoreError> {
-        self.read(query, |db, query| Box::pin(listings::projects(db, query)))
-            .await
+        self.read("list_projects", query, |db, query| {
+            Box::pin(listings::projects(db, query))
+        })
+        .await
     }
 
     async fn list_api_tokens(&self, query: ApiTokensQuery) -> Result<Page<ApiToken>, StoreError> {
-        self.read(query, |db, query| Box::pin(listings::api_tokens(db, query)))
-            .await
+        self.read("list_api_tokens", query, |db, query| {
+            Box::pin(listings::api_tokens(db, query))
+        })
+        .await
     }
 
     async fn list_proxy_settings(&self, query: ProxySettingsQuery) -> Result<JsonPage, StoreError> {
-        self.read(query, |db, query| {
+        self.read("list_proxy_settings", query, |db, query| {
             Box::pin(listings::proxy_settings(db, query))
         })
         .await
@@ -340,37 +388,46 @@ impl<D: Driver> Store for SqlStore<D> {
         &self,
         organization: Organization,
     ) -> Result<Organization, StoreError> {
-        self.write(Bound::Unbounded, organization, |db, organization| {
-            Box::pin(admin::create_organization(db, organization))
-        })
+        self.write(
+            "create_organization",
+            Bound::Unbounded,
+            organization,
+            |db, organization| Box::pin(admin::create_organization(db, organization)),
+        )
         .await
     }
 
     async fn create_user(&self, user: User) -> Result<User, StoreError> {
-        self.write(Bound::Unbounded, user, |db, user| {
+        self.write("create_user", Bound::Unbounded, user, |db, user| {
             Box::pin(admin::create_user(db, user))
         })
         .await
     }
 
     async fn create_token(&self, token: NewToken) -> Result<ApiToken, StoreError> {
-        self.write(Bound::Unbounded, token, |db, token| {
+        self.write("create_token", Bound::Unbounded, token, |db, token| {
             Box::pin(admin::create_token(db, token))
         })
         .await
     }
 
     async fn revoke_token(&self, token_id: &str) -> Result<(), StoreError> {
-        self.write(Bound::Unbounded, token_id.to_owned(), |db, token_id| {
-            Box::pin(admin::revoke_token(db, token_id))
-        })
+        self.write(
+            "revoke_token",
+            Bound::Unbounded,
+            token_id.to_owned(),
+            |db, token_id| Box::pin(admin::revoke_token(db, token_id)),
+        )
         .await
     }
 
     async fn delete_project(&self, project_id: &str) -> Result<(), StoreError> {
-        self.write(Bound::Unbounded, project_id.to_owned(), |db, project_id| {
-            Box::pin(admin::delete_project(db, project_id))
-        })
+        self.write(
+            "delete_project",
+            Bound::Unbounded,
+            project_id.to_owned(),
+            |db, project_id| Box::pin(admin::delete_project(db, project_id)),
+        )
         .await
     }
 
@@ -380,7 +437,7 @@ impl<D: Driver> Store for SqlStore<D> {
     ) -> Result<ObjectCounts, ImportError> {
         // The receiver is taken by the one run of the work.
         let records = std::sync::Mutex::new(Some(records));
-        self.write(Bound::Unbounded, records, |db, records| {
+        self.write("import", Bound::Unbounded, records, |db, records| {
             let records = records.lock().ok().and_then(|mut r| r.take());
             Box::pin(async move {
                 let records = records.ok_or_else(|| {
@@ -394,8 +451,10 @@ impl<D: Driver> Store for SqlStore<D> {
     }
 
     async fn count_objects(&self) -> Result<ObjectCounts, StoreError> {
-        self.operator_read((), |db, ()| Box::pin(export::count_objects(db)))
-            .await
+        self.operator_read("count_objects", (), |db, ()| {
+            Box::pin(export::count_objects(db))
+        })
+        .await
     }
 
     async fn export(&self, lines: mpsc::Sender<String>) -> Result<ObjectCounts, StoreError> {
@@ -407,19 +466,25 @@ impl<D: Driver> Store for SqlStore<D> {
     }
 
     async fn list_organizations(&self) -> Result<Vec<Organization>, StoreError> {
-        self.operator_read((), |db, ()| Box::pin(export::organizations(db)))
-            .await
+        self.operator_read("list_organizations", (), |db, ()| {
+            Box::pin(export::organizations(db))
+        })
+        .await
     }
 
     async fn list_users(&self) -> Result<Vec<User>, StoreError> {
-        self.operator_read((), |db, ()| Box::pin(export::users(db)))
+        self.operator_read("list_users", (), |db, ()| Box::pin(export::users(db)))
             .await
     }
 
     async fn list_user_tokens(&self, user_id: &str) -> Result<Vec<TokenRecord>, StoreError> {
-        self.operator_read(user_id.to_owned(), |db, user_id| {
+        self.operator_read("list_user_tokens", user_id.to_owned(), |db, user_id| {
             Box::pin(export::user_tokens(db, user_id))
         })
         .await
+    }
+
+    fn pool_use(&self) -> Vec<PoolUse> {
+        self.driver.pool_use()
     }
 }

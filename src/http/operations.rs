@@ -1,0 +1,76 @@
+//! The operator's endpoints: `/healthz` (the process is up), `/readyz`
+//! (the store answers) and `/metrics` (Prometheus). None needs a token, and
+//! none is rate limited (the limit is per token). docs/operations.md tells
+//! how to use them.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::error::ApiError;
+use super::{AppState, get_or_head, json_body};
+
+pub const HEALTHZ: &str = "/healthz";
+pub const READYZ: &str = "/readyz";
+pub const METRICS: &str = "/metrics";
+
+/// Whether this listener serves `/metrics` too; health is served on every
+/// listener, since load balancers probe the port they send traffic to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricsRoute {
+    Included,
+    Excluded,
+}
+
+/// The operator's routes.
+pub(super) fn routes(metrics: MetricsRoute) -> Router<AppState> {
+    let health = Router::new()
+        .route(HEALTHZ, get_or_head(get(healthz)))
+        .route(READYZ, get_or_head(get(readyz)));
+    match metrics {
+        MetricsRoute::Included => health.route(METRICS, get_or_head(get(metrics_text))),
+        MetricsRoute::Excluded => health,
+    }
+}
+
+/// Whether `route` is one that probes and scrapers call every few seconds:
+/// its requests are logged at debug, not info.
+pub(super) fn is_probe(route: &str) -> bool {
+    [HEALTHZ, READYZ, METRICS].contains(&route)
+}
+
+fn status_ok() -> Response {
+    json_body(StatusCode::OK, Body::from(&br#"{"status":"ok"}"#[..]))
+}
+
+/// The process is up and serving HTTP; says nothing of the store.
+async fn healthz() -> Response {
+    status_ok()
+}
+
+/// The store answers a trivial query within `--db-timeout`; otherwise 503
+/// with the API's error body.
+async fn readyz(State(app): State<AppState>) -> Result<Response, ApiError> {
+    match app.store.ping().await {
+        Ok(()) => Ok(status_ok()),
+        Err(error) => {
+            tracing::warn!(%error, "not ready: the store does not answer");
+            Err(ApiError::Unavailable)
+        }
+    }
+}
+
+async fn metrics_text(State(app): State<AppState>) -> Response {
+    let text = crate::metrics::render(&app.store.pool_use());
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        text,
+    )
+        .into_response()
+}

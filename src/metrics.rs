@@ -1,0 +1,285 @@
+//! Prometheus metrics: their names, the process's recorder, and the few
+//! functions the rest of the service calls to record.
+//!
+//! Recording goes through the `metrics` facade into
+//! `metrics-exporter-prometheus` (docs/choices.md says why): a counter is
+//! an atomic add and a histogram sample an append to a lock-free bucket;
+//! the work of aggregating is done when `/metrics` is scraped, and every
+//! few seconds by an upkeep thread so that samples never pile up.
+//!
+//! The handles a request records into are looked up once per thread and
+//! label set, then kept: the facade's own look-up builds a key (an
+//! allocation) and read-locks a shard of a registry that every thread
+//! shares, which a request need not pay each time.
+//!
+//! The names and labels are listed, with their meaning, in
+//! docs/operations.md.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use ::metrics::{
+    Counter, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
+    histogram,
+};
+use axum::http::{Method, StatusCode};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::store::PoolUse;
+
+pub const HTTP_REQUESTS: &str = "proxydeck_http_requests_total";
+pub const HTTP_DURATION: &str = "proxydeck_http_request_duration_seconds";
+pub const STORE_DURATION: &str = "proxydeck_store_query_duration_seconds";
+pub const POOL_SIZE: &str = "proxydeck_db_pool_size";
+pub const POOL_CONNECTIONS: &str = "proxydeck_db_pool_connections";
+pub const POOL_WAITING: &str = "proxydeck_db_pool_waiting";
+pub const TOKEN_CACHE_HITS: &str = "proxydeck_token_cache_hits_total";
+pub const TOKEN_CACHE_MISSES: &str = "proxydeck_token_cache_misses_total";
+pub const RATE_LIMIT_REJECTIONS: &str = "proxydeck_rate_limit_rejections_total";
+pub const BUILD_INFO: &str = "proxydeck_build_info";
+
+/// The `route` label of a request no route matched: one value, whatever
+/// the path (raw paths would make a series per path anyone cares to send).
+pub const UNMATCHED_ROUTE: &str = "unmatched";
+
+/// Upper bounds of the latency buckets, in seconds: a page answers in well
+/// under a millisecond when all is well, a store that does not answer
+/// takes `--db-timeout` (2 s) to fail.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// How often samples are folded into the histograms when nobody scrapes.
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The process's recorder, and the handles that are the same on every
+/// thread.
+struct Recorder {
+    prometheus: PrometheusHandle,
+    token_cache_hits: Counter,
+    token_cache_misses: Counter,
+    rate_limit_rejections: Counter,
+}
+
+/// Installs the process's recorder, if it is not yet. Recording installs
+/// it too, so that nothing is ever recorded into the void; servers call
+/// this first so that `/metrics` lists every metric from the start.
+pub fn install() {
+    recorder();
+}
+
+/// Installed once for the process, not per server, as a global facade
+/// allows: tests that run several servers in one process share it.
+fn recorder() -> &'static Recorder {
+    static RECORDER: OnceLock<Recorder> = OnceLock::new();
+    RECORDER.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets(LATENCY_BUCKETS)
+            .expect("the latency buckets are not empty")
+            .build_recorder();
+        let prometheus = recorder.handle();
+        if ::metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("another metrics recorder is installed; /metrics will stay empty");
+        }
+        describe();
+        let upkeep = prometheus.clone();
+        let spawned = std::thread::Builder::new()
+            .name("metrics-upkeep".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(UPKEEP_INTERVAL);
+                    upkeep.run_upkeep();
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "cannot start the metrics upkeep thread");
+        }
+        // Registered now, at zero, so that dashboards and alerts see them
+        // before the first event.
+        Recorder {
+            prometheus,
+            token_cache_hits: counter!(TOKEN_CACHE_HITS),
+            token_cache_misses: counter!(TOKEN_CACHE_MISSES),
+            rate_limit_rejections: counter!(RATE_LIMIT_REJECTIONS),
+        }
+    })
+}
+
+/// Help texts and units, and the build's labels.
+fn describe() {
+    describe_counter!(
+        HTTP_REQUESTS,
+        "Requests answered, by route template, method and status."
+    );
+    describe_histogram!(
+        HTTP_DURATION,
+        Unit::Seconds,
+        "Time from the request's arrival to its answer, by route template and method."
+    );
+    describe_histogram!(
+        STORE_DURATION,
+        Unit::Seconds,
+        "Time a store operation took, retries and waiting for a connection included, by operation."
+    );
+    describe_gauge!(
+        POOL_SIZE,
+        "Most connections a pool of the store keeps, by pool."
+    );
+    describe_gauge!(
+        POOL_CONNECTIONS,
+        "Connections of a pool of the store, by pool and state (idle, in_use)."
+    );
+    describe_gauge!(
+        POOL_WAITING,
+        "Requests waiting for a connection of a pool of the store (PostgreSQL's exclusive pool)."
+    );
+    describe_counter!(
+        TOKEN_CACHE_HITS,
+        "Authentications answered from the token cache."
+    );
+    describe_counter!(
+        TOKEN_CACHE_MISSES,
+        "Authentications that looked the token up in the store."
+    );
+    describe_counter!(
+        RATE_LIMIT_REJECTIONS,
+        "Requests refused with 429 by the per-token rate limit."
+    );
+    describe_gauge!(
+        BUILD_INFO,
+        "Always 1; the labels say which build is running."
+    );
+    gauge!(
+        BUILD_INFO,
+        "version" => env!("CARGO_PKG_VERSION"),
+        "profile" => if cfg!(debug_assertions) { "debug" } else { "release" },
+    )
+    .set(1.0);
+}
+
+/// The exposition text: the pools' use is read now, then everything is
+/// rendered.
+pub fn render(pools: &[PoolUse]) -> String {
+    let prometheus = &recorder().prometheus;
+    for pool in pools {
+        let name = pool.pool;
+        gauge!(POOL_SIZE, "pool" => name).set(pool.max_size as f64);
+        gauge!(POOL_CONNECTIONS, "pool" => name, "state" => "idle").set(pool.idle as f64);
+        gauge!(POOL_CONNECTIONS, "pool" => name, "state" => "in_use").set(pool.in_use as f64);
+        if let Some(waiting) = pool.waiting {
+            gauge!(POOL_WAITING, "pool" => name).set(waiting as f64);
+        }
+    }
+    prometheus.render()
+}
+
+/// What a request's route, method and status record into.
+struct RequestHandles {
+    method: &'static str,
+    status: StatusCode,
+    requests: Counter,
+    latency: Histogram,
+}
+
+/// One answered request. `route` is the route template, `None` when no
+/// route matched: never the raw path.
+pub fn request_answered(route: Option<&str>, method: &Method, status: StatusCode, took: Duration) {
+    // This thread's handles by route; the lists stay short, since methods
+    // and statuses are few.
+    thread_local! {
+        static HANDLES: RefCell<HashMap<String, Vec<RequestHandles>>> = RefCell::new(HashMap::new());
+    }
+    let route = route.unwrap_or(UNMATCHED_ROUTE);
+    let method = method_label(method);
+    let record = |handles: &RequestHandles| {
+        handles.requests.increment(1);
+        handles.latency.record(took.as_secs_f64());
+    };
+    HANDLES.with_borrow_mut(|by_route| {
+        let known = by_route.get(route).and_then(|list| {
+            list.iter()
+                .find(|h| h.method == method && h.status == status)
+        });
+        if let Some(handles) = known {
+            return record(handles);
+        }
+        recorder();
+        let handles = RequestHandles {
+            method,
+            status,
+            requests: counter!(
+                HTTP_REQUESTS,
+                "route" => route.to_owned(),
+                "method" => method,
+                "status" => status.as_str().to_owned(),
+            ),
+            latency: histogram!(HTTP_DURATION, "route" => route.to_owned(), "method" => method),
+        };
+        record(&handles);
+        by_route.entry(route.to_owned()).or_default().push(handles);
+    });
+}
+
+/// A store operation (a method of [`crate::store::Store`]) that took `took`.
+pub fn store_operation(operation: &'static str, took: Duration) {
+    thread_local! {
+        static HANDLES: RefCell<Vec<(&'static str, Histogram)>> = const { RefCell::new(Vec::new()) };
+    }
+    HANDLES.with_borrow_mut(|handles| {
+        let at = match handles.iter().position(|(known, _)| *known == operation) {
+            Some(at) => at,
+            None => {
+                recorder();
+                let latency = histogram!(STORE_DURATION, "operation" => operation);
+                handles.push((operation, latency));
+                handles.len() - 1
+            }
+        };
+        handles[at].1.record(took.as_secs_f64());
+    });
+}
+
+pub fn token_cache_hit() {
+    recorder().token_cache_hits.increment(1);
+}
+
+pub fn token_cache_miss() {
+    recorder().token_cache_misses.increment(1);
+}
+
+/// A request refused by the per-token rate limit: the limiter calls this
+/// for each 429 it answers.
+pub fn rate_limit_rejected() {
+    recorder().rate_limit_rejections.increment(1);
+}
+
+/// Standard methods by name; any other (clients may send any token) as one
+/// value, so that the label stays bounded.
+fn method_label(method: &Method) -> &'static str {
+    match method.as_str() {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "DELETE" => "DELETE",
+        "PATCH" => "PATCH",
+        "OPTIONS" => "OPTIONS",
+        "CONNECT" => "CONNECT",
+        "TRACE" => "TRACE",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn method_labels_are_bounded() {
+        assert_eq!(method_label(&Method::HEAD), "HEAD");
+        assert_eq!(method_label(&Method::from_bytes(b"BREW").unwrap()), "other");
+    }
+}
