@@ -4,6 +4,7 @@
 mod caller;
 pub mod error;
 mod listings;
+pub mod openapi;
 mod query;
 pub mod server;
 
@@ -70,6 +71,7 @@ pub fn router(state: AppState, limits: RequestLimits) -> Router {
             "/v1/projects/{id}/proxy-settings",
             listing(get(listings::proxy_settings)),
         )
+        .route("/openapi.json", listing(get(openapi::document)))
         .fallback(not_found)
         .with_state(state);
     with_middleware(routes, limits)
@@ -89,7 +91,8 @@ pub fn with_middleware(routes: Router, limits: RequestLimits) -> Router {
         .layer(middleware::from_fn_with_state(limits, enforce_limits))
 }
 
-/// A listing answers GET and HEAD; anything else is a 405 with `Allow`.
+/// A listing (and the document) answers GET and HEAD; anything else is a
+/// 405 with `Allow`.
 fn listing(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
     route.fallback(|| async { ApiError::MethodNotAllowed })
 }
