@@ -380,13 +380,6 @@ async fn wait_for_last_used_at(app: &TestApp, token: &str) {
 const NOT_ANSWERED_YET: &[&str] = &["/components/schemas/ErrorDetail/properties/code"];
 const STATUSES_NOT_ANSWERED_YET: &[u16] = &[429];
 
-/// One request that must get an error.
-struct ErrorCase {
-    operation: &'static str,
-    status: u16,
-    request: reqwest::RequestBuilder,
-}
-
 /// Every error status the service answers, on each operation: the status
 /// is documented for that operation, the body validates against the
 /// documented schema, and the documented headers (`WWW-Authenticate`,
@@ -414,7 +407,12 @@ async fn every_error_is_documented_and_validates() {
     let big_headers = |path: &str| get(path).header("x-filler", "x".repeat(17 * 1024));
     let other_org = org_id(3);
     let ps = "/v1/projects/p1/proxy-settings";
-    let mut cases = vec![
+    let one_per_listing = [
+        (PROJECTS, PROJECTS),
+        (API_TOKENS, API_TOKENS),
+        (PROXY_SETTINGS, ps),
+    ];
+    let cases = [
         (PROJECTS, 400, get("/v1/projects?limit=0")),
         (PROJECTS, 400, get("/v1/projects?start_key=nowhere")),
         (PROJECTS, 401, client.get(app.url(PROJECTS))),
@@ -450,18 +448,10 @@ async fn every_error_is_documented_and_validates() {
         (PROXY_SETTINGS, 405, client.put(app.url(ps))),
         (PROXY_SETTINGS, 414, long_uri(ps)),
         (PROXY_SETTINGS, 431, big_headers(ps)),
-    ]
-    .into_iter()
-    .map(|(operation, status, request)| ErrorCase {
-        operation,
-        status,
-        request,
-    })
-    .collect::<Vec<_>>();
-
+    ];
     let mut checks = ErrorChecks::new(&contract);
-    for case in cases.drain(..) {
-        checks.check(case).await;
+    for (operation, status, request) in cases {
+        checks.check(operation, status, request).await;
     }
 
     // 500: stored values out of their range (a fault the service never
@@ -473,18 +463,8 @@ async fn every_error_is_documented_and_validates() {
          UPDATE api_tokens SET updated_at = 999999999999999999 WHERE id = '{}';",
         broken.id
     ));
-    for (operation, path) in [
-        (PROJECTS, PROJECTS),
-        (API_TOKENS, API_TOKENS),
-        (PROXY_SETTINGS, ps),
-    ] {
-        checks
-            .check(ErrorCase {
-                operation,
-                status: 500,
-                request: get(path),
-            })
-            .await;
+    for (operation, path) in one_per_listing {
+        checks.check(operation, 500, get(path)).await;
     }
 
     // 503: the store is gone.
@@ -494,22 +474,12 @@ async fn every_error_is_documented_and_validates() {
         .await;
     let outage_token = outage.token("u1").await;
     outage.take_store_away().await;
-    for (operation, path) in [
-        (PROJECTS, PROJECTS),
-        (API_TOKENS, API_TOKENS),
-        (PROXY_SETTINGS, ps),
-    ] {
+    for (operation, path) in one_per_listing {
         let request = outage
             .client
             .get(outage.url(path))
             .bearer_auth(&outage_token);
-        checks
-            .check(ErrorCase {
-                operation,
-                status: 503,
-                request,
-            })
-            .await;
+        checks.check(operation, 503, request).await;
     }
 
     checks.assert_complete(&contract);
@@ -532,16 +502,21 @@ impl<'a> ErrorChecks<'a> {
         }
     }
 
-    async fn check(&mut self, case: ErrorCase) {
+    /// Sends `request`, which must get `status` from `operation`.
+    async fn check(
+        &mut self,
+        operation: &'static str,
+        status: u16,
+        request: reqwest::RequestBuilder,
+    ) {
         let contract = self.contract;
-        let what = format!("{} {}", case.status, case.operation);
-        let response = case.request.send().await.expect("an answer");
+        let what = format!("{status} {operation}");
+        let response = request.send().await.expect("an answer");
         let headers = response.headers().clone();
-        let (status, body) = json_of(response).await;
-        assert_eq!(status.as_u16(), case.status, "{what}: {body}");
-        let operation = contract.operation(case.operation);
+        let (answered, body) = json_of(response).await;
+        assert_eq!(answered.as_u16(), status, "{what}: {body}");
         let documented = contract
-            .response(&operation, case.status)
+            .response(&contract.operation(operation), status)
             .unwrap_or_else(|| panic!("{what} is not documented"));
         let schema = contract.json_schema_of(&documented);
         contract.assert_valid(&schema, &body, &what);
@@ -560,7 +535,7 @@ impl<'a> ErrorChecks<'a> {
                 }
             }
         }
-        self.answered.insert((case.operation, case.status));
+        self.answered.insert((operation, status));
     }
 
     fn assert_complete(&self, contract: &Contract) {
