@@ -4,6 +4,7 @@
 mod caller;
 pub mod error;
 mod listings;
+pub mod openapi;
 mod query;
 pub mod server;
 
@@ -74,6 +75,7 @@ pub fn router(state: AppState, limits: RequestLimits) -> Router {
             "/v1/projects/{id}/proxy-settings",
             listing(get(listings::proxy_settings)),
         )
+        .route("/openapi.json", get_only(get(openapi::document)))
         .fallback(not_found)
         .with_state(state);
     with_middleware(routes, limits)
@@ -97,12 +99,15 @@ pub fn with_middleware(routes: Router, limits: RequestLimits) -> Router {
 /// rate limit; any other method is a 405 with `Allow`, before
 /// authentication.
 fn listing(route: MethodRouter<AppState>, state: &AppState) -> MethodRouter<AppState> {
-    route
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            caller::authenticate,
-        ))
-        .fallback(|| async { ApiError::MethodNotAllowed })
+    get_only(route.route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        caller::authenticate,
+    )))
+}
+
+/// A route that answers GET and HEAD; anything else is a 405 with `Allow`.
+fn get_only(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+    route.fallback(|| async { ApiError::MethodNotAllowed })
 }
 
 async fn not_found() -> ApiError {

@@ -41,6 +41,8 @@ mod postgres {
 // The command line, the server's handling of connections, and what only
 // one backend does.
 mod cli;
+mod openapi;
+mod openapi_contract;
 mod postgres_store;
 mod rate_limits;
 mod server;
