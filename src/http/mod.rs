@@ -6,6 +6,7 @@ mod conditional;
 pub mod error;
 mod listings;
 mod observe;
+pub mod openapi;
 mod operations;
 mod query;
 pub mod server;
@@ -79,6 +80,7 @@ pub fn router(state: AppState, limits: RequestLimits, metrics: MetricsRoute) -> 
             listing(get(listings::proxy_settings)),
         )
         .merge(operations::routes(metrics))
+        .route("/openapi.json", get_only(get(openapi::document)))
         .fallback(not_found)
         .with_state(state);
     with_middleware(routes, limits)
@@ -113,15 +115,14 @@ pub fn with_middleware(routes: Router, limits: RequestLimits) -> Router {
 /// rate limit; any other method is a 405 with `Allow`, before
 /// authentication.
 fn listing(route: MethodRouter<AppState>, state: &AppState) -> MethodRouter<AppState> {
-    get_or_head(route.route_layer(middleware::from_fn_with_state(
+    get_only(route.route_layer(middleware::from_fn_with_state(
         state.clone(),
         caller::authenticate,
     )))
 }
 
-/// Every route answers GET and HEAD; any other method is a 405 with
-/// `Allow`.
-fn get_or_head(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+/// A route that answers GET and HEAD; anything else is a 405 with `Allow`.
+fn get_only(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
     route.fallback(|| async { ApiError::MethodNotAllowed })
 }
 

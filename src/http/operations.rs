@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::error::ApiError;
-use super::{AppState, get_or_head, json_body};
+use super::{AppState, get_only, json_body};
 
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
@@ -28,10 +28,10 @@ pub enum MetricsRoute {
 /// The operator's routes.
 pub(super) fn routes(metrics: MetricsRoute) -> Router<AppState> {
     let health = Router::new()
-        .route(HEALTHZ, get_or_head(get(healthz)))
-        .route(READYZ, get_or_head(get(readyz)));
+        .route(HEALTHZ, get_only(get(healthz)))
+        .route(READYZ, get_only(get(readyz)));
     match metrics {
-        MetricsRoute::Included => health.route(METRICS, get_or_head(get(metrics_text))),
+        MetricsRoute::Included => health.route(METRICS, get_only(get(metrics_text))),
         MetricsRoute::Excluded => health,
     }
 }

@@ -43,6 +43,8 @@ mod postgres {
 // The command line, the server's handling of connections, and what only
 // one backend does.
 mod cli;
+mod openapi;
+mod openapi_contract;
 mod operations;
 mod postgres_store;
 mod rate_limits;
