@@ -163,7 +163,11 @@ impl Authenticator {
     /// Flushes noted uses every `usage_flush_interval` until `shutdown`
     /// resolves, then once more.
     pub async fn run_usage_flusher(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
-        let mut ticker = tokio::time::interval(self.options.usage_flush_interval);
+        // The first flush comes one interval after start, not at once:
+        // there is nothing to write yet, and a write at start would compete
+        // with whatever else opens the store then (an import, say).
+        let period = self.options.usage_flush_interval;
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
         loop {

@@ -376,10 +376,6 @@ async fn wait_for_last_used_at(app: &TestApp, token: &str) {
 
 // ===== Errors =====
 
-/// What the document may promise that this branch's service cannot answer
-/// yet: 429 with `code` comes with the rate limiter. Once it is merged, add
-/// its cases to `every_error_is_documented_and_validates` and empty this.
-
 /// Every error status the service answers, on each operation: the status
 /// is documented for that operation, the body validates against the
 /// documented schema, and the documented headers (`WWW-Authenticate`,
