@@ -119,7 +119,10 @@ fn the_document_is_valid_openapi_3_1() {
         let operation = contract.operation(path);
         for status in contract.statuses(&operation) {
             let response = contract.response(&operation, status).unwrap();
-            schemas.push(contract.json_schema_of(&response));
+            // A 304 has no body, so no schema.
+            if status != 304 {
+                schemas.push(contract.json_schema_of(&response));
+            }
         }
         for parameter in contract.parameters(&operation) {
             schemas.push(format!("{parameter}/schema"));
@@ -532,20 +535,7 @@ impl<'a> ErrorChecks<'a> {
         let schema = contract.json_schema_of(&documented);
         contract.assert_valid(&schema, &body, &what);
         self.shapes.record(contract, &schema, &body);
-        if let Some(documented_headers) = contract.at(&documented).get("headers") {
-            for name in documented_headers.as_object().unwrap().keys() {
-                let pointer = format!("{documented}/headers/{name}");
-                let required = contract.at(&contract.resolve_pointer(&pointer))["required"] == true;
-                match headers.get(name.as_str()) {
-                    Some(value) => contract.assert_header_valid(
-                        &pointer,
-                        value.to_str().unwrap(),
-                        &format!("{what}: {name}"),
-                    ),
-                    None => assert!(!required, "{what}: no {name} header"),
-                }
-            }
-        }
+        assert_documented_headers(contract, &documented, &headers, &what);
         self.answered.insert((operation, status));
     }
 
@@ -563,7 +553,10 @@ impl<'a> ErrorChecks<'a> {
         for operation in [PROJECTS, API_TOKENS, PROXY_SETTINGS] {
             let documented = contract.statuses(&contract.operation(operation));
             for status in documented {
-                let answered = status == 200 || self.answered.contains(&(operation, status));
+                // 200 and 304: `every_listing_answer_validates_and_covers_the_document`
+                // and `conditional_answers_are_documented`.
+                let answered =
+                    [200, 304].contains(&status) || self.answered.contains(&(operation, status));
                 assert!(
                     answered,
                     "{operation} documents {status}, no case answered it"
@@ -645,4 +638,100 @@ fn rich_settings(project_id: &str) -> Vec<Value> {
          "continent": ["EU"], "region": ["IDF"], "country": ["FR"]},
     ]);
     vec![first, settings(project_id, 2, true)]
+}
+
+/// The headers `response` (a response's pointer) documents are valid in
+/// `headers`, and the required ones are there.
+fn assert_documented_headers(
+    contract: &Contract,
+    response: &str,
+    headers: &reqwest::header::HeaderMap,
+    what: &str,
+) {
+    let Some(documented) = contract.at(response).get("headers") else {
+        return;
+    };
+    for name in documented.as_object().unwrap().keys() {
+        let pointer = format!("{response}/headers/{name}");
+        let required = contract.at(&contract.resolve_pointer(&pointer))["required"] == true;
+        match headers.get(name.as_str()) {
+            Some(value) => contract.assert_header_valid(
+                &pointer,
+                value.to_str().unwrap(),
+                &format!("{what}: {name}"),
+            ),
+            None => assert!(!required, "{what}: no {name} header"),
+        }
+    }
+}
+
+// ===== Conditional requests =====
+
+/// Every listing's 200 carries the documented `ETag`, `X-Request-Id` and
+/// `RateLimit-*` headers; sending its `ETag` back as the documented
+/// `If-None-Match` gets the documented 304, without a body.
+#[tokio::test]
+async fn conditional_answers_are_documented() {
+    let contract = contract();
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.seed(vec![
+        org(1),
+        user("u1", &[1]),
+        project("p1", 1, 0),
+        settings("p1", 1, true),
+    ])
+    .await;
+    let token = app.token("u1").await;
+    for (operation, path) in [
+        (PROJECTS, PROJECTS),
+        (API_TOKENS, API_TOKENS),
+        (PROXY_SETTINGS, "/v1/projects/p1/proxy-settings"),
+    ] {
+        let op = contract.operation(operation);
+        let parameters: Vec<Value> = contract
+            .parameters(&op)
+            .iter()
+            .map(|pointer| contract.at(pointer)["name"].clone())
+            .collect();
+        for header in ["If-None-Match", "X-Request-Id"] {
+            assert!(parameters.contains(&json!(header)), "{operation}: {header}");
+        }
+        let get = || app.client.get(app.url(path)).bearer_auth(&token);
+        let first = get()
+            .header("x-request-id", "trace-1")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(first.status(), 200);
+        let ok = contract.response(&op, 200).unwrap();
+        for header in ["etag", "x-request-id", "ratelimit-remaining"] {
+            assert!(
+                first.headers().contains_key(header),
+                "{operation}: {header}"
+            );
+        }
+        assert_documented_headers(&contract, &ok, first.headers(), &format!("200 {operation}"));
+        let etag = first.headers()["etag"].clone();
+
+        let again = get()
+            .header("if-none-match", etag.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 304, "{operation}");
+        let not_modified = contract
+            .response(&op, 304)
+            .unwrap_or_else(|| panic!("{operation} does not document 304"));
+        assert_eq!(again.headers()["etag"], etag);
+        assert_documented_headers(
+            &contract,
+            &not_modified,
+            again.headers(),
+            &format!("304 {operation}"),
+        );
+        assert!(
+            again.bytes().await.unwrap().is_empty(),
+            "{operation}: a 304 has no body"
+        );
+    }
 }
