@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::{AuthOptions, Authenticator};
 use crate::http::server::{self, ServerOptions};
-use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits};
+use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits, Services};
 use crate::rate_limit::{RateLimitOptions, RateLimiter};
 use crate::store::Store;
 
@@ -70,13 +70,13 @@ impl Service {
         };
         let auth = Arc::new(Authenticator::new(store.clone(), options.auth));
         let rate_limiter = RateLimiter::new(&options.rate_limit)?.map(Arc::new);
-        let state = AppState {
+        let state = AppState::new(Services {
             store,
             auth: auth.clone(),
             metering: rate_limiter
                 .clone()
                 .map(|limiter| Arc::new(Metering::new(limiter))),
-        };
+        });
         let (router, admin) = match admin_listener {
             None => (
                 api::router(state, options.limits, MetricsRoute::Included),

@@ -36,13 +36,30 @@ use error::ApiError;
 use http_body::{Frame, SizeHint};
 pub use operations::MetricsRoute;
 
-/// What every handler can reach.
+/// What every handler can reach. Cloned for every request (by each
+/// extractor and middleware that takes it), so it is one reference count.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+pub struct Services {
     pub store: Arc<dyn Store>,
     pub auth: Arc<Authenticator>,
     /// Per-token rate limits; `None` when they are off.
     pub metering: Option<Arc<Metering>>,
+}
+
+impl AppState {
+    pub fn new(services: Services) -> Self {
+        Self(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
 }
 
 /// Limits checked on every request before routing.
