@@ -3,12 +3,14 @@
 
 mod admin;
 mod client;
+mod config;
 mod demo;
 mod duration;
 mod progress;
 mod table;
 mod transfer;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -23,6 +25,7 @@ use crate::rate_limit::redis::RedisUrl;
 use crate::rate_limit::{self, Policy, RateLimitOptions};
 use crate::store::{self, DatabaseUrl, StoreOptions};
 use crate::telemetry::{self, LogFormat, LogLevel, Logging};
+use config::{Failure, Parsed};
 use duration::parse_duration;
 
 #[derive(Parser, Debug)]
@@ -30,14 +33,21 @@ use duration::parse_duration;
     name = "proxydeck",
     version,
     about = "Serves the management listings of an edge proxy platform: projects, API tokens and proxy settings.",
-    after_help = "Examples:\n  proxydeck demo                      # demo data on ./proxydeck.db, served on 127.0.0.1:8080\n  proxydeck serve --listen 0.0.0.0:8080 --database sqlite:///var/lib/proxydeck/data.db\n  proxydeck admin token create --user USER_ID --name ci --expires-in 90d --json"
+    after_help = "Examples:\n  proxydeck demo                      # demo data on ./proxydeck.db, served on 127.0.0.1:8080\n  proxydeck serve --listen 0.0.0.0:8080 --database sqlite:///var/lib/proxydeck/data.db\n  proxydeck --config /etc/proxydeck.toml config check\n  proxydeck admin token create --user USER_ID --name ci --expires-in 90d --json"
 )]
 pub struct Cli {
+    /// Read settings from this TOML file too (keys: the long flags, such as
+    /// listen = "0.0.0.0:8080"). Flags and environment variables win over
+    /// it; it wins over the defaults.
+    #[arg(long, global = true, env = "PROXYDECK_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+
     /// Where the data lives: sqlite://PATH (embedded store) or postgres://...
     #[arg(
         long,
         global = true,
         env = "PROXYDECK_DATABASE_URL",
+        hide_env_values = true,
         default_value = "sqlite://proxydeck.db",
         value_name = "URL"
     )]
@@ -106,6 +116,14 @@ enum Command {
     Admin {
         #[command(subcommand)]
         command: admin::AdminCommand,
+    },
+    /// Check the configuration: flags, environment variables, --config file.
+    #[command(
+        after_help = "Example:\n  proxydeck --config /etc/proxydeck.toml config check --json"
+    )]
+    Config {
+        #[command(subcommand)]
+        command: config::ConfigCommand,
     },
 }
 
@@ -223,19 +241,25 @@ impl ServeArgs {
     }
 }
 
-/// Runs the command line; the exit status is 0 on success, 1 with a
-/// one-line error on stderr otherwise.
+/// Runs the command line; the exit status is 0 on success, 2 with a
+/// one-line error on stderr for a bad command line or configuration file,
+/// 1 with a one-line error for any other failure.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let argv: Vec<_> = std::env::args_os().collect();
+    let Parsed { cli, effective } = match config::parse(&argv) {
+        Ok(parsed) => parsed,
+        Err(Failure::File(error)) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
         // --help and --version are not errors.
-        Err(error) if !error.use_stderr() => {
+        Err(Failure::Usage(error)) if !error.use_stderr() => {
             let _ = error.print();
             return ExitCode::SUCCESS;
         }
         // clap's usage errors run to several lines: keep what says what is
         // wrong, on one line.
-        Err(error) => {
+        Err(Failure::Usage(error)) => {
             let text = error.to_string();
             let said: Vec<&str> = text
                 .lines()
@@ -258,7 +282,7 @@ pub fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return fail(&anyhow::Error::from(error)),
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(cli, &effective)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(&error),
     }
@@ -282,7 +306,7 @@ fn init_logging(cli: &Cli) -> Result<(), String> {
     })
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
+async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
     let database = DatabaseUrl::parse(&cli.database).map_err(anyhow::Error::msg)?;
     let out = Output { json: cli.json };
     let store_options = StoreOptions {
@@ -315,6 +339,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tokens { command } => client::run(client::Listing::Tokens(command), &out).await,
         Command::ProxySettings { command } => {
             client::run(client::Listing::ProxySettings(command), &out).await
+        }
+        // What serve checks before it opens the store, and nothing more.
+        Command::Config {
+            command: config::ConfigCommand::Check(args),
+        } => {
+            args.options()?;
+            config::print(effective, &out)
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The domain: resources and their value rules, pagination, the token
-//! format and the import format. Nothing here knows HTTP or
-//! SQL.
+//! format, the import format, and how passwords in URLs are hidden.
+//! Nothing here knows HTTP or SQL.
 
 pub mod api_token;
 pub mod directory;
@@ -11,6 +11,7 @@ pub mod project;
 pub mod proxy_settings;
 pub mod time;
 pub mod token;
+pub mod url_password;
 mod validate;
 
 pub use validate::FieldError;

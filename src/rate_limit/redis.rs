@@ -27,7 +27,8 @@ pub const WARN_INTERVAL: Duration = Duration::from_secs(60);
 /// Every key is this prefix and a token id.
 pub const KEY_PREFIX: &str = "proxydeck:rate:";
 
-/// A Redis URL. Its `Debug` form hides it: it may hold a password.
+/// A Redis URL. Its `Debug` form hides it: it may hold a password (shown,
+/// when it must be, through [`crate::domain::url_password::masked`]).
 #[derive(Clone)]
 pub struct RedisUrl(String);
 

@@ -21,6 +21,7 @@ use crate::domain::import::{ImportBatch, ImportError, ObjectCounts};
 use crate::domain::pagination::{Page, PageRequest};
 use crate::domain::time::Timestamp;
 use crate::domain::token::{self, TokenDigest};
+use crate::domain::url_password;
 
 pub use sql::SqlStore;
 
@@ -247,7 +248,8 @@ impl Default for StoreOptions {
     }
 }
 
-/// Where the data lives, parsed from `--database`.
+/// Where the data lives, parsed from `--database`. The text may hold a
+/// password: show it through [`url_password::masked`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DatabaseUrl {
     Sqlite(PathBuf),
@@ -259,7 +261,8 @@ impl DatabaseUrl {
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() || path.contains('?') {
                 return Err(format!(
-                    "database URL {url:?}: write sqlite://PATH, such as sqlite://proxydeck.db or sqlite:///var/lib/proxydeck/data.db"
+                    "database URL {:?}: write sqlite://PATH, such as sqlite://proxydeck.db or sqlite:///var/lib/proxydeck/data.db",
+                    url_password::masked(url)
                 ));
             }
             Ok(Self::Sqlite(PathBuf::from(path)))

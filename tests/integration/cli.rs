@@ -1410,11 +1410,12 @@ fn serve_on_a_taken_port_fails_with_one_line() {
 #[test]
 fn every_command_has_help_with_an_example() {
     let sandbox = Sandbox::new();
-    let commands: [&[&str]; 17] = [
+    let commands: [&[&str]; 18] = [
         &[],
         &["serve"],
         &["demo"],
         &["migrate"],
+        &["config", "check"],
         &["admin", "org", "create"],
         &["admin", "user", "create"],
         &["admin", "token", "create"],

@@ -43,6 +43,7 @@ mod postgres {
 // The command line, the server's handling of connections, and what only
 // one backend does.
 mod cli;
+mod config;
 mod openapi;
 mod openapi_contract;
 mod operations;
