@@ -234,6 +234,37 @@ fn read_file(path: &Path, command: &Command, running: &[String]) -> Result<Vec<F
     Ok(values)
 }
 
+/// For a bad value that came from an environment variable rather than the
+/// command line, that variable's name: clap's message names only the flag,
+/// and an operator looking at the command line would not find it there.
+pub(super) fn environment_source(error: &clap::Error, argv: &[OsString]) -> Option<String> {
+    let Some(ContextValue::String(invalid)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    // `--db-pool-size <N>`
+    let long = invalid.strip_prefix("--")?.split(' ').next()?;
+    let flag = format!("--{long}");
+    let given = argv.iter().any(|arg| {
+        arg.to_str().is_some_and(|arg| {
+            arg == flag
+                || arg
+                    .strip_prefix(&flag)
+                    .is_some_and(|rest| rest.starts_with('='))
+        })
+    });
+    if given {
+        return None;
+    }
+    let command = Cli::command();
+    let variable = settings(&command)
+        .into_iter()
+        .find(|arg| arg.get_long() == Some(long))?
+        .get_env()?
+        .to_string_lossy()
+        .into_owned();
+    std::env::var_os(&variable).is_some().then_some(variable)
+}
+
 /// A TOML syntax error on one line: where, and what.
 fn syntax_error(text: &str, error: &toml::de::Error) -> String {
     let what = error.message().lines().collect::<Vec<_>>().join("; ");

@@ -10,6 +10,7 @@ mod progress;
 mod table;
 mod transfer;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -267,7 +268,11 @@ pub fn main() -> ExitCode {
                 .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more"))
                 .filter(|line| !line.is_empty())
                 .collect();
-            eprintln!("{}", said.join(" "));
+            let mut line = said.join(" ");
+            if let Some(variable) = config::environment_source(&error, &argv) {
+                line.push_str(&format!(" (the value of {variable})"));
+            }
+            eprintln!("{line}");
             return ExitCode::from(2);
         }
     };
@@ -289,6 +294,15 @@ pub fn main() -> ExitCode {
 }
 
 fn fail(error: &anyhow::Error) -> ExitCode {
+    // The reader of stdout went away (`proxydeck admin export | head`):
+    // what it wanted, it has. Quiet, like other Unix tools.
+    if error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    }) {
+        return ExitCode::SUCCESS;
+    }
     eprintln!("error: {error:#}");
     ExitCode::FAILURE
 }
@@ -361,11 +375,15 @@ impl Output {
         value: &impl Serialize,
         human: impl FnOnce() -> String,
     ) -> anyhow::Result<()> {
-        if self.json {
-            println!("{}", serde_json::to_string(value)?);
+        let text = if self.json {
+            serde_json::to_string(value)?
         } else {
-            println!("{}", human());
-        }
+            human()
+        };
+        // Not println!, which panics when stdout is a closed pipe.
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{text}")?;
+        stdout.flush()?;
         Ok(())
     }
 }

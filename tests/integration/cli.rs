@@ -590,6 +590,28 @@ fn a_database_password_never_reaches_the_output() {
     }
 }
 
+/// `proxydeck ... | head`: when the reader of stdout has gone, a command
+/// stops quietly with success, as other Unix tools do, instead of a panic
+/// or an error about a broken pipe.
+#[test]
+fn a_closed_stdout_ends_commands_quietly() {
+    let sandbox = Sandbox::new();
+    sandbox.json(&["admin", "org", "create", "--name", "Acme"]);
+    for args in [&["migrate", "--json"][..], &["admin", "export"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = sandbox
+            .command(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn token_create_refuses_bad_durations_unknown_users_and_empty_names() {
     let sandbox = Sandbox::new();

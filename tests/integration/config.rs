@@ -423,9 +423,19 @@ fn bad_environment_variables_and_flags_are_refused_with_the_setting_name() {
                 &[(variable, value)],
             );
             assert_eq!(out.status.code(), Some(2), "{out:#?}");
-            lines.push(out.error(&[flag, value]));
+            lines.push(out.error(&[flag, value, &format!("(the value of {variable})")]));
         }
         assert_eq!(lines[0], lines[1]);
+        // The same bad value as a flag, the variable set too: the flag is
+        // what counts, and the message does not point at the variable.
+        let given = format!("{flag}={value}");
+        let out = run(
+            &sandbox,
+            &[&["config", "check", &given]],
+            &[(variable, value)],
+        );
+        let line = out.error(&[flag, value]);
+        assert!(!line.contains(variable), "{line}");
     }
     // What clap cannot check, serve and config check refuse alike.
     for (args, needle) in [
