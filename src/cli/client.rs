@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use super::{Output, table};
 use crate::domain::pagination::MAX_LIMIT;
 
-#[derive(Args, Debug)]
+#[derive(Args)]
 pub struct Connection {
     /// Base URL of the proxydeck API.
     #[arg(
@@ -68,7 +68,7 @@ enum Format {
     Ndjson,
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand)]
 pub enum ProjectsCommand {
     /// List the projects of your organizations, newest first.
     #[command(
@@ -85,7 +85,7 @@ pub enum ProjectsCommand {
     },
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand)]
 pub enum TokensCommand {
     /// List your own API tokens (never their secrets), newest first.
     #[command(
@@ -102,7 +102,7 @@ pub enum TokensCommand {
     },
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand)]
 pub enum ProxySettingsCommand {
     /// List a project's proxy settings revisions, newest first.
     #[command(

@@ -28,7 +28,7 @@ use serde::Serialize;
 use super::{Cli, Output, ServeArgs, table};
 use crate::domain::url_password;
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand)]
 pub enum ConfigCommand {
     /// Check the configuration as `serve` would (flags, environment
     /// variables, the --config file), without opening the store or
@@ -83,6 +83,37 @@ pub(super) struct Effective {
     settings: Vec<Setting>,
 }
 
+/// A setting clap's parser passed but proxydeck cannot use (a URL of the
+/// wrong kind, a rate limit at odds with its burst): a usage error like
+/// clap's own, exit status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct BadSetting(String);
+
+impl Effective {
+    /// The error refusing setting `name` (a long flag) for `why`, naming
+    /// where its value came from when that is not the command line.
+    pub(super) fn refuse(&self, name: &str, why: impl std::fmt::Display) -> anyhow::Error {
+        BadSetting(format!("{why}{}", self.origin(name))).into()
+    }
+
+    /// Where the value of setting `name` came from, where an operator
+    /// would look first: ` (the value of PROXYDECK_X)`, ` (set in the
+    /// config file F)`, or nothing for the command line and defaults.
+    fn origin(&self, name: &str) -> String {
+        let Some(setting) = self.settings.iter().find(|setting| setting.name == name) else {
+            return String::new();
+        };
+        match (setting.source, &setting.env, &self.config_file) {
+            (Source::Env, Some(variable), _) => format!(" (the value of {variable})"),
+            (Source::File, _, Some(file)) => {
+                format!(" (set in the config file {})", file.display())
+            }
+            _ => String::new(),
+        }
+    }
+}
+
 #[derive(Serialize, Debug)]
 struct Setting {
     name: String,
@@ -118,7 +149,7 @@ impl Source {
 
 /// Parses `argv` with the settings of the `--config` file, if any, in place.
 pub(super) fn parse(argv: &[OsString]) -> Result<Parsed, Failure> {
-    let command = Cli::command();
+    let command = without_empty_environment(Cli::command());
     let given = command.clone().try_get_matches_from(argv)?;
     let running = subcommand_path(&given);
     let (matches, from_file) = match given.get_one::<PathBuf>("config") {
@@ -140,6 +171,32 @@ pub(super) fn parse(argv: &[OsString]) -> Result<Parsed, Failure> {
         settings: effective_settings(&Cli::command(), &matches, &running, &from_file),
     };
     Ok(Parsed { cli, effective })
+}
+
+/// `command` with every flag whose environment variable is set but empty
+/// reading it no more: an empty variable counts as unset (as a container's
+/// `PROXYDECK_LISTEN=` line often leaves it), so the file or the default
+/// applies instead of an empty value refused, or taken, as given.
+fn without_empty_environment(command: Command) -> Command {
+    let empty: Vec<_> = command
+        .get_arguments()
+        .filter(|arg| {
+            arg.get_env()
+                .and_then(std::env::var_os)
+                .is_some_and(|value| value.is_empty())
+        })
+        .map(|arg| arg.get_id().clone())
+        .collect();
+    let command = empty
+        .iter()
+        .fold(command, |at, id| at.mut_arg(id, |arg| arg.env(None)));
+    let subcommands: Vec<_> = command
+        .get_subcommands()
+        .map(|inner| inner.get_name().to_owned())
+        .collect();
+    subcommands.iter().fold(command, |at, name| {
+        at.mut_subcommand(name, without_empty_environment)
+    })
 }
 
 /// The names of the subcommands chosen, outermost first (`["admin", "org",

@@ -29,7 +29,7 @@ use crate::telemetry::{self, LogFormat, LogLevel, Logging};
 use config::{Failure, Parsed};
 use duration::parse_duration;
 
-#[derive(Parser, Debug)]
+#[derive(Parser)]
 #[command(
     name = "proxydeck",
     version,
@@ -79,7 +79,7 @@ pub struct Cli {
     command: Command,
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand)]
 enum Command {
     /// Serve the API (applies pending migrations first).
     #[command(
@@ -146,19 +146,20 @@ struct StoreArgs {
     db_timeout: Duration,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args)]
 struct ServeArgs {
-    /// Address to listen on.
+    /// Address to listen on: HOST:PORT (an IPv6 address in brackets).
     #[arg(
         long,
         env = "PROXYDECK_LISTEN",
         default_value = "127.0.0.1:8080",
+        value_parser = parse_listen_address,
         value_name = "ADDR"
     )]
     listen: String,
     /// Serve /metrics (and the health endpoints, which stay on --listen
     /// too) on this address instead, such as a private 127.0.0.1:9090.
-    #[arg(long, env = "PROXYDECK_ADMIN_LISTEN", value_name = "ADDR")]
+    #[arg(long, env = "PROXYDECK_ADMIN_LISTEN", value_parser = parse_listen_address, value_name = "ADDR")]
     admin_listen: Option<String>,
     /// How long an authenticated token is trusted without asking the store:
     /// the delay before a revocation made elsewhere takes effect.
@@ -196,6 +197,18 @@ struct ServeArgs {
     rate_limit_redis: Option<String>,
 }
 
+/// `HOST:PORT`, checked for its form only, so that `config check` and a
+/// file's value catch a typo: whether the host resolves and the port is
+/// free shows when `serve` binds it.
+fn parse_listen_address(text: &str) -> Result<String, String> {
+    match text.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+            Ok(text.to_owned())
+        }
+        _ => Err("write HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080".into()),
+    }
+}
+
 /// `--rate-limit`: requests per second, or `None` when off.
 #[derive(Clone, Copy, Debug)]
 struct Rate(Option<f64>);
@@ -205,21 +218,27 @@ fn parse_rate(text: &str) -> Result<Rate, String> {
 }
 
 impl ServeArgs {
-    fn options(&self) -> anyhow::Result<ServiceOptions> {
+    /// The options to serve with; an error names the setting and where
+    /// its value came from (`effective`).
+    fn options(&self, effective: &config::Effective) -> anyhow::Result<ServiceOptions> {
         let defaults = ServiceOptions::default();
         let policy = self
             .rate_limit
             .0
             .map(|rate| Policy::new(rate, self.rate_limit_burst))
             .transpose()
-            .map_err(|why| anyhow::anyhow!("--rate-limit-burst: {why}"))?;
+            .map_err(|why| {
+                effective.refuse("rate-limit-burst", format!("--rate-limit-burst: {why}"))
+            })?;
         // The URL is not repeated: it may hold a password.
         let redis = self
             .rate_limit_redis
             .as_deref()
             .map(RedisUrl::parse)
             .transpose()
-            .map_err(|why| anyhow::anyhow!("--rate-limit-redis {why}"))?;
+            .map_err(|why| {
+                effective.refuse("rate-limit-redis", format!("--rate-limit-redis {why}"))
+            })?;
         Ok(ServiceOptions {
             listen: self.listen.clone(),
             admin_listen: self.admin_listen.clone(),
@@ -304,7 +323,11 @@ fn fail(error: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     eprintln!("error: {error:#}");
-    ExitCode::FAILURE
+    if error.is::<config::BadSetting>() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// Serving logs each request at `info`; the other commands stay quiet but
@@ -321,7 +344,8 @@ fn init_logging(cli: &Cli) -> Result<(), String> {
 }
 
 async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
-    let database = DatabaseUrl::parse(&cli.database).map_err(anyhow::Error::msg)?;
+    let database =
+        DatabaseUrl::parse(&cli.database).map_err(|why| effective.refuse("database", why))?;
     let out = Output { json: cli.json };
     let store_options = StoreOptions {
         pool_size: cli.store.db_pool_size,
@@ -329,14 +353,16 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
     };
     match cli.command {
         Command::Serve(args) => {
-            let options = args.options()?;
+            let options = args.options(effective)?;
             let shutdown = shutdown_signal()?;
             let store = store::open(&database, &store_options).await?;
             let service = Service::bind(store, options).await?;
             service.run(shutdown).await;
             Ok(())
         }
-        Command::Demo(args) => demo::run(&database, &store_options, args.options()?, &out).await,
+        Command::Demo(args) => {
+            demo::run(&database, &store_options, args.options(effective)?, &out).await
+        }
         Command::Migrate => {
             store::open(&database, &store_options).await?;
             out.print(&serde_json::json!({"migrated": true}), || {
@@ -358,7 +384,7 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
         Command::Config {
             command: config::ConfigCommand::Check(args),
         } => {
-            args.options()?;
+            args.options(effective)?;
             config::print(effective, &out)
         }
     }

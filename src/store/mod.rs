@@ -249,11 +249,23 @@ impl Default for StoreOptions {
 }
 
 /// Where the data lives, parsed from `--database`. The text may hold a
-/// password: show it through [`url_password::masked`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// password: show it through [`url_password::masked`], as `Debug` does.
+#[derive(Clone, PartialEq, Eq)]
 pub enum DatabaseUrl {
     Sqlite(PathBuf),
     Postgres(String),
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            Self::Postgres(url) => f
+                .debug_tuple("Postgres")
+                .field(&url_password::masked(url))
+                .finish(),
+        }
+    }
 }
 
 impl DatabaseUrl {
@@ -307,6 +319,11 @@ mod tests {
             DatabaseUrl::parse("postgres://u@h/db").unwrap(),
             DatabaseUrl::Postgres(_)
         ));
+        let secret = DatabaseUrl::parse("postgres://app:s3cret@db/proxydeck").unwrap();
+        assert_eq!(
+            format!("{secret:?}"),
+            r#"Postgres("postgres://app:****@db/proxydeck")"#
+        );
         for bad in [
             "sqlite://",
             "mysql://x",

@@ -239,8 +239,24 @@ fn settings_the_command_does_not_have_are_ignored() {
     )
     .json();
     assert_eq!(orgs, json!([]));
-    // serve has them: refused, by name.
-    run(&sandbox, &[with_file, &["config", "check"]], &[]).error(&["rate-limit", "fast"]);
+    // serve has them: refused, by name, the first one first.
+    run(&sandbox, &[with_file, &["config", "check"]], &[]).error(&[
+        "listen",
+        "not an address",
+        "HOST:PORT",
+    ]);
+    let file = write_file(
+        &sandbox,
+        "c.toml",
+        "listen = \"127.0.0.1:0\"\nrate-limit = \"fast\"\n",
+    );
+    let file_arg = file.display().to_string();
+    run(
+        &sandbox,
+        &[&["--config", &file_arg, "config", "check"]],
+        &[],
+    )
+    .error(&["rate-limit", "fast"]);
 }
 
 // ----- Bad configuration -----
@@ -437,13 +453,48 @@ fn bad_environment_variables_and_flags_are_refused_with_the_setting_name() {
         let line = out.error(&[flag, value]);
         assert!(!line.contains(variable), "{line}");
     }
-    // What clap cannot check, serve and config check refuse alike.
-    for (args, needle) in [
-        (&["--database", "mysql://x"][..], "database URL"),
-        (&["--rate-limit-redis", "http://x"], "--rate-limit-redis"),
+    // What clap cannot check, serve and config check refuse alike, as
+    // usage errors, naming where the value came from.
+    let file = write_file(
+        &sandbox,
+        "odd.toml",
+        "rate-limit = 1\nrate-limit-burst = 2000000\n",
+    );
+    let odd_file = file.display().to_string();
+    let in_file = format!("(set in the config file {odd_file})");
+    for (args, env, needles) in [
+        (
+            &["--database", "mysql://x"][..],
+            None,
+            &["database URL"][..],
+        ),
+        (
+            &[],
+            Some(("PROXYDECK_DATABASE_URL", "mysql://x")),
+            &["database URL", "(the value of PROXYDECK_DATABASE_URL)"],
+        ),
+        (
+            &["--rate-limit-redis", "http://x"],
+            None,
+            &["--rate-limit-redis"],
+        ),
+        (
+            &[],
+            Some(("PROXYDECK_RATE_LIMIT_REDIS", "http://x")),
+            &[
+                "--rate-limit-redis",
+                "(the value of PROXYDECK_RATE_LIMIT_REDIS)",
+            ],
+        ),
         (
             &["--rate-limit", "1", "--rate-limit-burst", "2000000"],
-            "--rate-limit-burst",
+            None,
+            &["--rate-limit-burst"],
+        ),
+        (
+            &["--config", &odd_file],
+            None,
+            &["--rate-limit-burst", &in_file],
         ),
     ] {
         let mut lines = Vec::new();
@@ -451,13 +502,58 @@ fn bad_environment_variables_and_flags_are_refused_with_the_setting_name() {
             &["config", "check"][..],
             &["serve", "--listen", "127.0.0.1:0"],
         ] {
-            let out = run(&sandbox, &[command_args, args], &[]);
-            assert!(!out.status.success(), "{out:#?}");
-            lines.push(out.error_after_logs(&[needle]));
+            let out = run(&sandbox, &[command_args, args], env.as_slice());
+            assert_eq!(out.status.code(), Some(2), "{out:#?}");
+            let line = out.error_after_logs(needles);
+            if env.is_none() && !args.contains(&"--config") {
+                assert!(!line.contains("(the value of"), "{line}");
+                assert!(!line.contains("(set in the config file"), "{line}");
+            }
+            lines.push(line);
         }
         assert_eq!(lines[0], lines[1]);
     }
     assert!(!sandbox.path().join("proxydeck.db").exists());
+}
+
+#[test]
+fn empty_environment_variables_count_as_unset() {
+    let sandbox = Sandbox::new();
+    let file = write_file(&sandbox, "proxydeck.toml", "db-pool-size = 8\n");
+    let file_arg = file.display().to_string();
+    let checked = check_json(
+        &sandbox,
+        &["--config", &file_arg],
+        &[
+            ("PROXYDECK_LISTEN", ""),
+            ("PROXYDECK_DB_POOL_SIZE", ""),
+            ("PROXYDECK_RATE_LIMIT_REDIS", ""),
+            ("PROXYDECK_LOG_LEVEL", ""),
+        ],
+    );
+    assert_setting(&checked, "listen", json!("127.0.0.1:8080"), "default");
+    assert_setting(&checked, "db-pool-size", json!("8"), "file");
+    assert_setting(&checked, "rate-limit-redis", Value::Null, "unset");
+    assert_setting(&checked, "log-level", Value::Null, "unset");
+    // The variable still shows as the setting's.
+    assert_eq!(
+        checked["settings"]["listen"]["env"],
+        json!("PROXYDECK_LISTEN")
+    );
+    // An empty PROXYDECK_CONFIG: no file.
+    let checked = check_json(&sandbox, &[], &[("PROXYDECK_CONFIG", "")]);
+    assert_eq!(checked["config_file"], Value::Null);
+    // A command's own variable too: an empty token is a missing token.
+    let out = run(
+        &sandbox,
+        &[&["projects", "list"]],
+        &[("PROXYDECK_TOKEN", "")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:#?}");
+    out.error(&["--token"]);
+    // An empty value given as a flag is still refused.
+    let out = run(&sandbox, &[&["config", "check", "--listen="]], &[]);
+    assert_eq!(out.status.code(), Some(2), "{out:#?}");
 }
 
 // ----- Secrets -----
