@@ -28,6 +28,7 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use deadpool::managed::{self, Metrics, Object, PoolError, RecycleError, RecycleResult};
 use futures_util::TryStreamExt as _;
+use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
@@ -48,6 +49,38 @@ pub async fn open(url: String, options: StoreOptions) -> anyhow::Result<SqlStore
     let timeout = options.timeout;
     let driver = PostgresDriver::open(&url, &options).await?;
     Ok(SqlStore::new(driver, timeout))
+}
+
+/// The servers `config` names, as `host:port` or a Unix socket's path, in
+/// the order they are tried (nothing else of the URL: it may hold a
+/// password).
+fn servers(config: &Config) -> String {
+    let (hosts, addresses, ports) = (
+        config.get_hosts(),
+        config.get_hostaddrs(),
+        config.get_ports(),
+    );
+    let shown: Vec<String> = (0..hosts.len().max(addresses.len()))
+        .map(|i| {
+            let port = match ports {
+                [one] => *one,
+                each => each.get(i).copied().unwrap_or(5432),
+            };
+            match (addresses.get(i), hosts.get(i)) {
+                (Some(address), _) => format!("{address}:{port}"),
+                (None, Some(Host::Tcp(host))) => format!("{host}:{port}"),
+                (None, Some(Host::Unix(folder))) => {
+                    format!("{}/.s.PGSQL.{port}", folder.display())
+                }
+                (None, None) => unreachable!("i is below the longer list's length"),
+            }
+        })
+        .collect();
+    if shown.is_empty() {
+        "no host (give host= or hostaddr=)".into()
+    } else {
+        shown.join(", ")
+    }
 }
 
 /// How `--db-pool-size` connections are split: half (at least one) exclusive
@@ -90,21 +123,22 @@ impl PostgresDriver {
             .keepalives_idle(Duration::from_secs(30))
             .tcp_user_timeout(options.timeout.max(Duration::from_secs(5)));
         let connector = Connector { config };
+        // tokio-postgres' errors do not say which server refused.
+        let cannot_connect = || {
+            format!(
+                "cannot connect to PostgreSQL at {}",
+                servers(&connector.config)
+            )
+        };
 
-        let mut setup = connector
-            .connect()
-            .await
-            .context("cannot connect to PostgreSQL")?;
+        let mut setup = connector.connect().await.with_context(cannot_connect)?;
         migrate(&mut setup.client).await?;
         drop(setup);
 
         let (exclusive, shared) = connection_split(options.pool_size);
         let mut clients = Vec::with_capacity(shared);
         for _ in 0..shared {
-            let connection = connector
-                .connect()
-                .await
-                .context("cannot connect to PostgreSQL")?;
+            let connection = connector.connect().await.with_context(cannot_connect)?;
             clients.push(SharedClient {
                 current: Mutex::new(Some(Arc::new(connection))),
                 reconnect: tokio::sync::Mutex::new(()),
@@ -555,6 +589,24 @@ impl managed::Manager for Connector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_are_shown_in_turn_with_their_ports_and_no_password() {
+        let shown = |url: &str| servers(&url.parse().unwrap());
+        assert_eq!(shown("postgres://u:secret@db/x"), "db:5432");
+        assert_eq!(shown("postgres://u@a:1,b:2/x"), "a:1, b:2");
+        assert_eq!(
+            shown("postgres://u@/x?host=/run/pg&port=6000"),
+            "/run/pg/.s.PGSQL.6000"
+        );
+        assert_eq!(shown("host=a,b port=7 user=u"), "a:7, b:7");
+        // hostaddr takes the place of the host's name.
+        assert_eq!(shown("host=db hostaddr=10.0.0.5 user=u"), "10.0.0.5:5432");
+        assert_eq!(
+            shown("user=u password=secret"),
+            "no host (give host= or hostaddr=)"
+        );
+    }
 
     #[test]
     fn pool_size_splits_into_exclusive_and_shared() {

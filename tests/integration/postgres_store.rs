@@ -163,3 +163,74 @@ fn moving_from_sqlite_to_postgres_keeps_every_byte() {
     assert_eq!(migrated["migrated"], true);
     drop(runtime);
 }
+
+/// The URL's connection settings reach tokio-postgres whole: every host in
+/// turn, a port each, `load_balance_hosts`, `target_session_attrs`; and a
+/// failure names the servers tried, never the password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_are_tried_in_turn_and_a_read_only_server_is_refused_when_asked() {
+    use postgres::config::Host;
+    require!(Backend::Postgres);
+    let base: postgres::Config = postgres_base_url().unwrap().parse().unwrap();
+    let schema = Schema::create(postgres_base_url().unwrap());
+    let (host, port) = match (&base.get_hosts()[0], base.get_ports().first()) {
+        (Host::Tcp(name), port) => (name.clone(), port.copied().unwrap_or(5432)),
+        (Host::Unix(folder), port) => (folder.display().to_string(), port.copied().unwrap_or(5432)),
+    };
+    let user = base.get_user().unwrap_or("postgres");
+    let dbname = base.get_dbname().unwrap_or(user);
+    let schema_option = schema.url().rsplit_once("options=").unwrap().1.to_owned();
+    // Port 1 on loopback: nothing listens, the connection is refused at once.
+    // In a URL's query, each host is a `host=` of its own.
+    let url = |hosts: &[&str], ports: &str, extra: &str| {
+        let hosts: Vec<String> = hosts.iter().map(|host| format!("host={host}")).collect();
+        format!(
+            "postgres://{user}:hunter2@/{dbname}?{}&port={ports}&options={schema_option}{extra}",
+            hosts.join("&")
+        )
+    };
+    let open = |url: String| async move {
+        let options = StoreOptions {
+            pool_size: 2,
+            timeout: Duration::from_secs(5),
+        };
+        store::open(&DatabaseUrl::parse(&url).unwrap(), &options).await
+    };
+
+    // The first host refuses: the second serves.
+    let failover = url(&["127.0.0.1", &host], &format!("1,{port}"), "");
+    open(failover.clone())
+        .await
+        .expect("the second host serves");
+    for _ in 0..4 {
+        let random = format!("{failover}&load_balance_hosts=random");
+        open(random).await.expect("whichever host comes first");
+    }
+
+    // No host serves: the error names the last one tried, not the password.
+    let error = open(url(&["127.0.0.1"], "1", ""))
+        .await
+        .map(drop)
+        .expect_err("nothing listens on port 1");
+    let text = format!("{error:#}");
+    assert!(text.contains("127.0.0.1:1"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+
+    // A server whose sessions are read-only: refused at connection when
+    // the URL asks for a read-write server, whatever hosts follow.
+    let read_only = "%20-cdefault_transaction_read_only%3Don";
+    let asked = format!("{read_only}&target_session_attrs=read-write");
+    let error = open(url(&[&host], &port.to_string(), &asked))
+        .await
+        .map(drop)
+        .expect_err("a read-only server is refused");
+    let text = format!("{error:#}");
+    assert!(text.contains("does not allow writes"), "{text}");
+    // Not asked: it connects, and migrating is what fails.
+    let error = open(url(&[&host], &port.to_string(), read_only))
+        .await
+        .map(drop)
+        .expect_err("migrations cannot run read-only");
+    let text = format!("{error:#}");
+    assert!(!text.contains("does not allow writes"), "{text}");
+}
