@@ -5,6 +5,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use super::observe::current_request_id;
 use crate::auth::AuthError;
 use crate::store::StoreError;
 
@@ -171,19 +172,19 @@ impl From<StoreError> for ApiError {
             // anything, a pasted secret included.
             StoreError::NotFound { kind, .. } => Self::NotFound(format!("no such {kind}")),
             StoreError::Unavailable(cause) => {
-                tracing::warn!(%cause, "store unavailable");
+                tracing::warn!(%cause, request_id = current_request_id(), "store unavailable");
                 Self::Unavailable
             }
             StoreError::Internal(cause) => {
-                tracing::error!(%cause, "store fault");
+                tracing::error!(%cause, request_id = current_request_id(), "store fault");
                 Self::Internal
             }
             StoreError::Conflict(cause) => {
-                tracing::error!(%cause, "unexpected conflict on a read");
+                tracing::error!(%cause, request_id = current_request_id(), "unexpected conflict on a read");
                 Self::Internal
             }
             StoreError::Invalid(cause) => {
-                tracing::error!(%cause, "unexpected invalid write on a read");
+                tracing::error!(%cause, request_id = current_request_id(), "unexpected invalid write on a read");
                 Self::Internal
             }
         }

@@ -168,7 +168,11 @@ fn serialised(body: &impl Serialize, answer: impl FnOnce(Vec<u8>) -> Response) -
     match serde_json::to_vec(body) {
         Ok(bytes) => answer(bytes),
         Err(error) => {
-            tracing::error!(%error, "cannot serialise a response");
+            tracing::error!(
+                %error,
+                request_id = observe::current_request_id(),
+                "cannot serialise a response"
+            );
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
@@ -279,7 +283,11 @@ async fn enforce_limits(
     match tokio::time::timeout(limits.timeout, next.run(request)).await {
         Ok(response) => response,
         Err(_) => {
-            tracing::warn!(timeout = ?limits.timeout, "request timed out");
+            tracing::warn!(
+                timeout = ?limits.timeout,
+                request_id = observe::current_request_id(),
+                "request timed out"
+            );
             ApiError::Unavailable.into_response()
         }
     }

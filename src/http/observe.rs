@@ -45,6 +45,19 @@ impl CallerNote {
     }
 }
 
+tokio::task_local! {
+    /// The id of the request the current task answers.
+    static CURRENT_REQUEST_ID: HeaderValue;
+}
+
+/// The id of the request being answered, for a log line written on its
+/// way; `None` outside a request (a background task).
+pub(crate) fn current_request_id() -> Option<String> {
+    CURRENT_REQUEST_ID
+        .try_with(|id| id.to_str().unwrap_or_default().to_owned())
+        .ok()
+}
+
 pub(super) async fn observe(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let request_id = request_id(request.headers());
@@ -55,7 +68,11 @@ pub(super) async fn observe(mut request: Request, next: Next) -> Response {
     let caller = CallerNote::default();
     request.extensions_mut().insert(caller.clone());
 
-    let mut response = next.run(request).await;
+    // Warnings logged on the request's way (a store fault, a timeout)
+    // name it too.
+    let mut response = CURRENT_REQUEST_ID
+        .scope(request_id.clone(), next.run(request))
+        .await;
 
     let took = started.elapsed();
     let status = response.status();

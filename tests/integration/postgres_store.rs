@@ -101,6 +101,85 @@ async fn stopping_postgres_gives_prompt_503s_and_the_service_recovers() {
     app.stop().await;
 }
 
+/// A store outage's log line names the request it failed by the id the
+/// response carries, so that a client's report leads to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_outage_is_logged_with_the_failed_request_id() {
+    let Some(server) = PrivateCluster::start() else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let database = server.cluster.url();
+    let on_postgres = |args: &[&str]| {
+        let mut command = proxydeck(sandbox.path());
+        command.args(args).args(["--database", &database]);
+        command
+    };
+    let organization = org_id(1);
+    let run = |args: &[&str]| finish(on_postgres(args), None).json();
+    run(&[
+        "admin",
+        "org",
+        "create",
+        "--name",
+        "Acme",
+        "--id",
+        &organization,
+        "--json",
+    ]);
+    run(&[
+        "admin",
+        "user",
+        "create",
+        "--email",
+        "u1@example.com",
+        "--org",
+        &organization,
+        "--id",
+        "u1",
+        "--json",
+    ]);
+    let token = run(&[
+        "admin", "token", "create", "--user", "u1", "--name", "t", "--json",
+    ]);
+    let token = token["token"].as_str().unwrap().to_owned();
+    let serving = Server::start(sandbox.path(), |port| {
+        on_postgres(&[
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--db-timeout",
+            "800ms",
+        ])
+    });
+    let ask = |id: &'static str| {
+        serving
+            .client
+            .get(format!("{}/v1/projects", serving.base))
+            .bearer_auth(&token)
+            .header("x-request-id", id)
+            .send()
+    };
+    assert_eq!(ask("before-outage").await.unwrap().status(), 200);
+    server.cluster.stop().expect("the server stops");
+    let failed = ask("during-outage").await.unwrap();
+    assert_eq!(failed.status(), 503);
+    assert_eq!(failed.headers()["x-request-id"], "during-outage");
+    let log = std::fs::read_to_string(&serving.log).unwrap();
+    let line = log
+        .lines()
+        .find(|line| line.contains("store unavailable"))
+        .unwrap_or_else(|| panic!("no store warning: {log}"));
+    assert!(line.contains("request_id=\"during-outage\""), "{line}");
+    // The request line of the same request follows it.
+    assert!(
+        log.lines().any(
+            |line| line.contains("status=503") && line.contains("request_id=\"during-outage\"")
+        ),
+        "{log}"
+    );
+}
+
 /// Instances starting together on an empty database migrate it once: the
 /// migration runs under an advisory lock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
