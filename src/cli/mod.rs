@@ -172,6 +172,10 @@ struct ServeArgs {
     /// keep-alive connections close after it.
     #[arg(long, env = "PROXYDECK_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     header_read_timeout: Duration,
+    /// Connections open at once, at most; beyond it new ones wait in the
+    /// listen queue until one closes.
+    #[arg(long, env = "PROXYDECK_MAX_CONNECTIONS", default_value = "10000", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
+    max_connections: u32,
     /// Longest a request may take before it is answered with 503.
     #[arg(long, env = "PROXYDECK_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
     request_timeout: Duration,
@@ -249,6 +253,7 @@ impl ServeArgs {
             },
             server: ServerOptions {
                 header_read_timeout: self.header_read_timeout,
+                max_connections: self.max_connections as usize,
                 shutdown_grace: self.shutdown_grace,
                 ..defaults.server
             },

@@ -10,6 +10,7 @@
 //! either applies, and h2c is rarely spoken to an API behind a proxy.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -18,6 +19,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
@@ -25,6 +27,11 @@ pub struct ServerOptions {
     /// connecting or of its previous answer; so idle keep-alive connections
     /// close after it too.
     pub header_read_timeout: Duration,
+    /// Connections open at once, at most. At the limit the server stops
+    /// accepting: new connections wait in the kernel's listen queue (and
+    /// time out there, for a client that gives up) instead of each taking
+    /// memory and a file descriptor.
+    pub max_connections: usize,
     /// Largest request head the connection will buffer at all; beyond it
     /// hyper answers 431 and closes. The router's own, smaller limits
     /// answer in JSON first.
@@ -37,6 +44,7 @@ impl Default for ServerOptions {
     fn default() -> Self {
         Self {
             header_read_timeout: Duration::from_secs(10),
+            max_connections: 10_000,
             max_head_bytes: 64 * 1024,
             shutdown_grace: Duration::from_secs(30),
         }
@@ -60,8 +68,31 @@ pub async fn serve(
         .keep_alive(true);
 
     let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(options.max_connections));
+    // Whether the limit was reached and said so, not to say it again for
+    // every connection until the load falls.
+    let mut at_limit = false;
     tokio::pin!(shutdown);
     loop {
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => {
+                at_limit = false;
+                slot
+            }
+            Err(_) => {
+                if !at_limit {
+                    tracing::warn!(
+                        max_connections = options.max_connections,
+                        "connection limit reached; new connections wait until one closes"
+                    );
+                    at_limit = true;
+                }
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+                    () = &mut shutdown => break,
+                }
+            }
+        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
@@ -82,6 +113,7 @@ pub async fn serve(
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");
             }
+            drop(slot);
         });
     }
     drop(listener);

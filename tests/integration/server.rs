@@ -1328,6 +1328,49 @@ async fn http2_prior_knowledge_is_refused_cleanly() {
 
 // ===== 10. Many idle connections =====
 
+/// At `max_connections` the server stops accepting: one more connection
+/// is queued by the kernel, unanswered, until an open one closes; then it
+/// is served like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_limit_wait_until_one_closes() {
+    let mut options = test_options();
+    options.server.max_connections = 2;
+    let (app, token) = seeded_app(options, 1).await;
+    let mut open = vec![connect(app.address).await, connect(app.address).await];
+    // Both are the server's: each answers.
+    for stream in &mut open {
+        stream
+            .write_all(get_request("/v1/projects", Some(&token)).as_bytes())
+            .await
+            .unwrap();
+        let answer = read_response(stream, &mut Vec::new()).await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+    }
+    // The third connects (the kernel's queue takes it) but is not served.
+    let mut waiting = connect(app.address).await;
+    waiting
+        .write_all(get_request("/v1/projects", Some(&token)).as_bytes())
+        .await
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let early = tokio::time::timeout(Duration::from_millis(500), waiting.read(&mut byte)).await;
+    assert!(early.is_err(), "answered beyond the limit: {early:?}");
+    // One closes: the waiting one is accepted and answered.
+    drop(open.pop());
+    let answer = read_response(&mut waiting, &mut Vec::new()).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    // The one still open is still served.
+    open[0]
+        .write_all(get_request("/v1/projects", Some(&token)).as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(
+        read_response(&mut open[0], &mut Vec::new()).await.status,
+        200
+    );
+    app.stop().await;
+}
+
 /// Open file descriptors and resident memory (KiB) of process `pid`, from
 /// `/proc`.
 fn process_usage(pid: u32) -> (usize, u64) {
