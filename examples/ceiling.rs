@@ -50,6 +50,7 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&listen).await?;
     let shutdown = proxydeck::app::shutdown_signal()?;
     serve(
+        "api",
         listener,
         with_middleware(routes, RequestLimits::default()),
         ServerOptions::default(),

@@ -126,6 +126,7 @@ impl Service {
         tracing::info!(address = %self.local_addr(), "serving");
         let shutdown = shutdown.shared();
         let api = server::serve(
+            "api",
             self.listener,
             self.router,
             self.server.clone(),
@@ -135,7 +136,7 @@ impl Service {
             None => api.await,
             Some((listener, router)) => {
                 tracing::info!(admin = %address_of(&listener), "health and metrics endpoints");
-                let admin = server::serve(listener, router, self.server, shutdown);
+                let admin = server::serve("admin", listener, router, self.server, shutdown);
                 tokio::join!(api, admin);
             }
         }

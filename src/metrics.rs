@@ -38,6 +38,9 @@ pub const POOL_WAITING: &str = "proxydeck_db_pool_waiting";
 pub const TOKEN_CACHE_HITS: &str = "proxydeck_token_cache_hits_total";
 pub const TOKEN_CACHE_MISSES: &str = "proxydeck_token_cache_misses_total";
 pub const RATE_LIMIT_REJECTIONS: &str = "proxydeck_rate_limit_rejections_total";
+pub const HTTP_CONNECTIONS: &str = "proxydeck_http_connections";
+pub const HTTP_CONNECTIONS_LIMIT: &str = "proxydeck_http_connections_limit";
+pub const HTTP_CONNECTIONS_WAITED: &str = "proxydeck_http_connections_waited_total";
 pub const BUILD_INFO: &str = "proxydeck_build_info";
 
 /// The `route` label of a request no route matched: one value, whatever
@@ -149,6 +152,18 @@ fn describe() {
         "Requests refused with 429 by the per-token rate limit."
     );
     describe_gauge!(
+        HTTP_CONNECTIONS,
+        "Client connections open now, by listener (api, admin)."
+    );
+    describe_gauge!(
+        HTTP_CONNECTIONS_LIMIT,
+        "Most client connections open at once (--max-connections), by listener."
+    );
+    describe_counter!(
+        HTTP_CONNECTIONS_WAITED,
+        "Connections left waiting in the listen queue because the limit was reached, by listener."
+    );
+    describe_gauge!(
         BUILD_INFO,
         "Always 1; the labels say which build is running."
     );
@@ -254,6 +269,37 @@ pub fn token_cache_miss() {
 /// for each 429 it answers.
 pub fn rate_limit_rejected() {
     recorder().rate_limit_rejections.increment(1);
+}
+
+/// The connection counts of one listener (`api` or `admin`), registered
+/// at zero when it starts serving with a limit of `limit`.
+pub struct ConnectionGauges {
+    open: ::metrics::Gauge,
+    waited: Counter,
+}
+
+impl ConnectionGauges {
+    pub fn new(listener: &'static str, limit: usize) -> Self {
+        recorder();
+        gauge!(HTTP_CONNECTIONS_LIMIT, "listener" => listener).set(limit as f64);
+        Self {
+            open: gauge!(HTTP_CONNECTIONS, "listener" => listener),
+            waited: counter!(HTTP_CONNECTIONS_WAITED, "listener" => listener),
+        }
+    }
+
+    pub fn opened(&self) {
+        self.open.increment(1.0);
+    }
+
+    pub fn closed(&self) {
+        self.open.decrement(1.0);
+    }
+
+    /// A connection accepted only once another closed.
+    pub fn waited(&self) {
+        self.waited.increment(1);
+    }
 }
 
 /// Standard methods by name; any other (clients may send any token) as one

@@ -19,7 +19,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::metrics;
 
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
@@ -51,10 +53,34 @@ impl Default for ServerOptions {
     }
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then stops
+/// A connection's place under the limit and in the gauges, given back
+/// when it ends, however it ends.
+struct OpenConnection {
+    _slot: OwnedSemaphorePermit,
+    gauges: Arc<metrics::ConnectionGauges>,
+}
+
+impl OpenConnection {
+    fn new(slot: OwnedSemaphorePermit, gauges: Arc<metrics::ConnectionGauges>) -> Self {
+        gauges.opened();
+        Self {
+            _slot: slot,
+            gauges,
+        }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.gauges.closed();
+    }
+}
+
+/// Serves `app` on `listener` (named `name` in metrics and logs) until `shutdown` resolves, then stops
 /// accepting, lets in-flight requests finish (up to the grace period) and
 /// returns.
 pub async fn serve(
+    name: &'static str,
     listener: TcpListener,
     app: Router,
     options: ServerOptions,
@@ -69,6 +95,10 @@ pub async fn serve(
 
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(options.max_connections));
+    let gauges = Arc::new(metrics::ConnectionGauges::new(
+        name,
+        options.max_connections,
+    ));
     // Whether the limit was reached and said so, not to say it again for
     // every connection until the load falls.
     let mut at_limit = false;
@@ -80,8 +110,10 @@ pub async fn serve(
                 slot
             }
             Err(_) => {
+                gauges.waited();
                 if !at_limit {
                     tracing::warn!(
+                        listener = name,
                         max_connections = options.max_connections,
                         "connection limit reached; new connections wait until one closes"
                     );
@@ -109,11 +141,12 @@ pub async fn serve(
         let connection =
             builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
         let connection = graceful.watch(connection);
+        let open = OpenConnection::new(slot, gauges.clone());
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");
             }
-            drop(slot);
+            drop(open);
         });
     }
     drop(listener);

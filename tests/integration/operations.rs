@@ -497,3 +497,68 @@ fn bad_logging_and_listening_settings_are_refused_with_their_names() {
     ]);
     out.error_after_logs(&["--admin-listen", "not-an-address"]);
 }
+
+/// Open connections, the limit and the connections that had to wait are
+/// counted per listener.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_counted_per_listener_with_their_limit_and_waits() {
+    const LIMIT: usize = 3;
+    let mut options = test_options();
+    options.server.max_connections = LIMIT;
+    options.admin_listen = Some("127.0.0.1:0".into());
+    let app = TestApp::spawn_with(Backend::Sqlite, options, StoreOptions::default()).await;
+    let admin = app.admin_address.expect("an admin address");
+    let api = [("listener", "api")];
+    let before = scrape(&app.client, admin).await;
+    assert_eq!(
+        before.value("proxydeck_http_connections_limit", &api),
+        LIMIT as f64
+    );
+    assert_eq!(
+        before.value("proxydeck_http_connections_limit", &[("listener", "admin")]),
+        LIMIT as f64
+    );
+    // The scraping client's own connection is open on the admin listener.
+    assert!(before.value("proxydeck_http_connections", &[("listener", "admin")]) >= 1.0);
+    let open_before = before.value("proxydeck_http_connections", &api);
+    let waited_before = before.value("proxydeck_http_connections_waited_total", &api);
+    // Polls the exposition until `done` holds for it.
+    let until = |done: &'static (dyn Fn(&Exposition, f64, f64) -> bool + Sync)| {
+        let client = app.client.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                let now = scrape(&client, admin).await;
+                if done(&now, open_before, waited_before) {
+                    return;
+                }
+                assert!(Instant::now() < deadline, "the metrics did not move");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+
+    let free = LIMIT - open_before as usize;
+    let mut held = Vec::new();
+    for _ in 0..free {
+        held.push(tokio::net::TcpStream::connect(app.address).await.unwrap());
+    }
+    // Every place under the limit is taken.
+    until(&|now, _, _| {
+        now.value("proxydeck_http_connections", &[("listener", "api")]) == LIMIT as f64
+    })
+    .await;
+    // One more waits, and is counted as such.
+    held.push(tokio::net::TcpStream::connect(app.address).await.unwrap());
+    until(&|now, _, waited| {
+        now.value(
+            "proxydeck_http_connections_waited_total",
+            &[("listener", "api")],
+        ) == waited + 1.0
+    })
+    .await;
+    // All closed: back to where it was.
+    drop(held);
+    until(&|now, open, _| now.value("proxydeck_http_connections", &[("listener", "api")]) == open)
+        .await;
+}
