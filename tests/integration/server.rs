@@ -1328,6 +1328,25 @@ async fn http2_prior_knowledge_is_refused_cleanly() {
 
 // ===== 10. Many idle connections =====
 
+/// Dot segments, which URL parsers remove before sending (so the fuzz
+/// tests cannot send them), sent raw: a 400 naming `id`, like any id out
+/// of shape.
+#[tokio::test]
+async fn dot_segments_sent_raw_are_refused_as_ids() {
+    let (app, token) = seeded_app(test_options(), 1).await;
+    for id in [".", "..", "%2E", "%2e%2E"] {
+        let mut stream = connect(app.address).await;
+        let request = get_request(&format!("/v1/projects/{id}/proxy-settings"), Some(&token));
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let answer = read_response(&mut stream, &mut Vec::new()).await;
+        assert_eq!(answer.status, 400, "{id}: {answer:?}");
+        let body: Value = serde_json::from_slice(&answer.body).unwrap();
+        assert_eq!(assert_error_shape(&body), "invalid_request_error");
+        assert_eq!(error_param(&body), "id", "{id}");
+    }
+    app.stop().await;
+}
+
 /// At `max_connections` the server stops accepting: one more connection
 /// is queued by the kernel, unanswered, until an open one closes; then it
 /// is served like any other.
