@@ -40,7 +40,7 @@ pub const TOKEN_CACHE_MISSES: &str = "proxydeck_token_cache_misses_total";
 pub const RATE_LIMIT_REJECTIONS: &str = "proxydeck_rate_limit_rejections_total";
 pub const HTTP_CONNECTIONS: &str = "proxydeck_http_connections";
 pub const HTTP_CONNECTIONS_LIMIT: &str = "proxydeck_http_connections_limit";
-pub const HTTP_CONNECTIONS_WAITED: &str = "proxydeck_http_connections_waited_total";
+pub const HTTP_CONNECTION_LIMIT_REACHED: &str = "proxydeck_http_connection_limit_reached_total";
 pub const BUILD_INFO: &str = "proxydeck_build_info";
 
 /// The `route` label of a request no route matched: one value, whatever
@@ -160,8 +160,8 @@ fn describe() {
         "Most client connections open at once (--max-connections), by listener."
     );
     describe_counter!(
-        HTTP_CONNECTIONS_WAITED,
-        "Connections left waiting in the listen queue because the limit was reached, by listener."
+        HTTP_CONNECTION_LIMIT_REACHED,
+        "Times a listener reached its connection limit and stopped accepting until a connection closed."
     );
     describe_gauge!(
         BUILD_INFO,
@@ -275,7 +275,7 @@ pub fn rate_limit_rejected() {
 /// at zero when it starts serving with a limit of `limit`.
 pub struct ConnectionGauges {
     open: ::metrics::Gauge,
-    waited: Counter,
+    limit_reached: Counter,
 }
 
 impl ConnectionGauges {
@@ -284,7 +284,7 @@ impl ConnectionGauges {
         gauge!(HTTP_CONNECTIONS_LIMIT, "listener" => listener).set(limit as f64);
         Self {
             open: gauge!(HTTP_CONNECTIONS, "listener" => listener),
-            waited: counter!(HTTP_CONNECTIONS_WAITED, "listener" => listener),
+            limit_reached: counter!(HTTP_CONNECTION_LIMIT_REACHED, "listener" => listener),
         }
     }
 
@@ -296,9 +296,10 @@ impl ConnectionGauges {
         self.open.decrement(1.0);
     }
 
-    /// A connection accepted only once another closed.
-    pub fn waited(&self) {
-        self.waited.increment(1);
+    /// The listener stopped accepting at its limit: once per episode, until
+    /// it accepts again without waiting.
+    pub fn limit_reached(&self) {
+        self.limit_reached.increment(1);
     }
 }
 

@@ -76,9 +76,9 @@ impl Drop for OpenConnection {
     }
 }
 
-/// Serves `app` on `listener` (named `name` in metrics and logs) until `shutdown` resolves, then stops
-/// accepting, lets in-flight requests finish (up to the grace period) and
-/// returns.
+/// Serves `app` on `listener` (named `name` in metrics and logs) until
+/// `shutdown` resolves, then stops accepting, lets in-flight requests
+/// finish (up to the grace period) and returns.
 pub async fn serve(
     name: &'static str,
     listener: TcpListener,
@@ -110,8 +110,8 @@ pub async fn serve(
                 slot
             }
             Err(_) => {
-                gauges.waited();
                 if !at_limit {
+                    gauges.limit_reached();
                     tracing::warn!(
                         listener = name,
                         max_connections = options.max_connections,

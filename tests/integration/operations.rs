@@ -498,10 +498,10 @@ fn bad_logging_and_listening_settings_are_refused_with_their_names() {
     out.error_after_logs(&["--admin-listen", "not-an-address"]);
 }
 
-/// Open connections, the limit and the connections that had to wait are
-/// counted per listener.
+/// Open connections, the limit and the times it was reached are counted
+/// per listener.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_are_counted_per_listener_with_their_limit_and_waits() {
+async fn connections_are_counted_per_listener_with_their_limit_and_its_episodes() {
     const LIMIT: usize = 3;
     let mut options = test_options();
     options.server.max_connections = LIMIT;
@@ -521,7 +521,7 @@ async fn connections_are_counted_per_listener_with_their_limit_and_waits() {
     // The scraping client's own connection is open on the admin listener.
     assert!(before.value("proxydeck_http_connections", &[("listener", "admin")]) >= 1.0);
     let open_before = before.value("proxydeck_http_connections", &api);
-    let waited_before = before.value("proxydeck_http_connections_waited_total", &api);
+    let reached_before = before.value("proxydeck_http_connection_limit_reached_total", &api);
     // Polls the exposition until `done` holds for it.
     let until = |done: &'static (dyn Fn(&Exposition, f64, f64) -> bool + Sync)| {
         let client = app.client.clone();
@@ -529,7 +529,7 @@ async fn connections_are_counted_per_listener_with_their_limit_and_waits() {
             let deadline = Instant::now() + Duration::from_secs(5);
             loop {
                 let now = scrape(&client, admin).await;
-                if done(&now, open_before, waited_before) {
+                if done(&now, open_before, reached_before) {
                     return;
                 }
                 assert!(Instant::now() < deadline, "the metrics did not move");
@@ -548,13 +548,14 @@ async fn connections_are_counted_per_listener_with_their_limit_and_waits() {
         now.value("proxydeck_http_connections", &[("listener", "api")]) == LIMIT as f64
     })
     .await;
-    // One more waits, and is counted as such.
+    // The listener is at its limit: counted once. One more connection
+    // waits in the listen queue, and changes nothing.
     held.push(tokio::net::TcpStream::connect(app.address).await.unwrap());
-    until(&|now, _, waited| {
+    until(&|now, _, reached| {
         now.value(
-            "proxydeck_http_connections_waited_total",
+            "proxydeck_http_connection_limit_reached_total",
             &[("listener", "api")],
-        ) == waited + 1.0
+        ) == reached + 1.0
     })
     .await;
     // All closed: back to where it was.
