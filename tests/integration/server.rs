@@ -1546,10 +1546,13 @@ async fn thousands_of_idle_connections_neither_block_service_nor_leak() {
         peaks.push(open_rss);
     }
     // Memory of closed connections is reused (the allocator may keep it
-    // from the system): the second round adds little to the first's peak.
+    // from the system): a leak would add the whole first growth again, while
+    // the allocator's per-thread heaps, which cannot always hand one
+    // thread's freed pages to another, have been seen to add 27% of it (CI
+    // beside the rest of the suite, 2026-11). Half tells the two apart.
     let growth = peaks[0].saturating_sub(base_rss);
     assert!(
-        peaks[1] <= peaks[0] + growth / 4,
+        peaks[1] <= peaks[0] + growth / 2,
         "memory grew again: peaks {peaks:?} KiB from {base_rss} KiB"
     );
 }
