@@ -38,6 +38,7 @@ pub const POOL_WAITING: &str = "proxydeck_db_pool_waiting";
 pub const TOKEN_CACHE_HITS: &str = "proxydeck_token_cache_hits_total";
 pub const TOKEN_CACHE_MISSES: &str = "proxydeck_token_cache_misses_total";
 pub const RATE_LIMIT_REJECTIONS: &str = "proxydeck_rate_limit_rejections_total";
+pub const PAGE_BODIES: &str = "proxydeck_db_page_bodies_total";
 pub const HTTP_CONNECTIONS: &str = "proxydeck_http_connections";
 pub const HTTP_CONNECTIONS_LIMIT: &str = "proxydeck_http_connections_limit";
 pub const HTTP_CONNECTION_LIMIT_REACHED: &str = "proxydeck_http_connection_limit_reached_total";
@@ -65,6 +66,8 @@ struct Recorder {
     token_cache_hits: Counter,
     token_cache_misses: Counter,
     rate_limit_rejections: Counter,
+    page_bodies_from_memory: Counter,
+    page_bodies_from_database: Counter,
 }
 
 /// Installs the process's recorder, if it is not yet. Recording installs
@@ -107,6 +110,8 @@ fn recorder() -> &'static Recorder {
             token_cache_hits: counter!(TOKEN_CACHE_HITS),
             token_cache_misses: counter!(TOKEN_CACHE_MISSES),
             rate_limit_rejections: counter!(RATE_LIMIT_REJECTIONS),
+            page_bodies_from_memory: counter!(PAGE_BODIES, "from" => "memory"),
+            page_bodies_from_database: counter!(PAGE_BODIES, "from" => "database"),
         }
     })
 }
@@ -150,6 +155,10 @@ fn describe() {
     describe_counter!(
         RATE_LIMIT_REJECTIONS,
         "Requests refused with 429 by the per-token rate limit."
+    );
+    describe_counter!(
+        PAGE_BODIES,
+        "Project bodies of pages read with PostgreSQL's page memory, by where they came from (memory, database)."
     );
     describe_gauge!(
         HTTP_CONNECTIONS,
@@ -263,6 +272,14 @@ pub fn token_cache_hit() {
 
 pub fn token_cache_miss() {
     recorder().token_cache_misses.increment(1);
+}
+
+/// A page of projects read with the page memory: how many of its bodies
+/// were remembered and how many PostgreSQL sent.
+pub fn page_bodies(from_memory: u64, from_database: u64) {
+    let recorder = recorder();
+    recorder.page_bodies_from_memory.increment(from_memory);
+    recorder.page_bodies_from_database.increment(from_database);
 }
 
 /// A request refused by the per-token rate limit: the limiter calls this

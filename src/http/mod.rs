@@ -312,17 +312,7 @@ mod tests {
             ..JsonPage::default()
         };
         for item in [r#"{"a":1}"#, r#"{"b":"\u00e9\"x"}"#] {
-            page.push::<()>(
-                |key| {
-                    key.push_str("k\"1");
-                    Ok(())
-                },
-                |joined| {
-                    joined.extend_from_slice(item.as_bytes());
-                    Ok(())
-                },
-            )
-            .unwrap();
+            page.push_ready("k\"1", item.as_bytes());
         }
         let response = list_response("/v1/p\"q", page);
         assert_eq!(

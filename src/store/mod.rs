@@ -226,6 +226,21 @@ impl JsonPage {
         self.count += 1;
         Ok(())
     }
+
+    /// Appends an item whose key and JSON are at hand.
+    pub fn push_ready(&mut self, key: &str, item: &[u8]) {
+        self.push::<std::convert::Infallible>(
+            |last_key| {
+                last_key.push_str(key);
+                Ok(())
+            },
+            |joined| {
+                joined.extend_from_slice(item);
+                Ok(())
+            },
+        )
+        .unwrap_or_else(|never| match never {});
+    }
 }
 
 /// Knobs shared by the backends.

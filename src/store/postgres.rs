@@ -30,10 +30,12 @@ use deadpool::managed::{self, Metrics, Object, PoolError, RecycleError, RecycleR
 use futures_util::TryStreamExt as _;
 use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
+use super::sql::{
+    Access, Db, Driver, EachRow, PageMemory, Param, Row, SqlStore, Work, on_blocking_thread,
+};
 use super::{PoolUse, StoreError, StoreOptions};
 
 mod embedded {
@@ -96,6 +98,7 @@ pub struct PostgresDriver {
     shared: Vec<SharedClient>,
     next_shared: AtomicUsize,
     exclusive: managed::Pool<Connector>,
+    pages: Arc<PageMemory>,
 }
 
 impl PostgresDriver {
@@ -159,6 +162,7 @@ impl PostgresDriver {
             shared: clients,
             next_shared: AtomicUsize::new(0),
             exclusive: pool,
+            pages: Arc::default(),
         })
     }
 
@@ -175,6 +179,8 @@ impl PostgresDriver {
             return Ok(connection);
         }
         let connection = Arc::new(self.connector.connect().await?);
+        // The server may not be the one the remembered pages came from.
+        self.pages.forget_all();
         *slot.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection.clone());
         Ok(connection)
     }
@@ -389,6 +395,10 @@ impl Db for PgSession {
     async fn rollback(&mut self) -> Result<(), StoreError> {
         self.end("ROLLBACK").await
     }
+
+    fn page_memory(&self) -> Option<Arc<PageMemory>> {
+        Some(self.driver.pages.clone())
+    }
 }
 
 /// Prepared statements kept per connection, at most this many.
@@ -477,6 +487,7 @@ fn pg_param<'a>(param: &'a Param<'a>) -> &'a (dyn ToSql + Sync) {
         Param::Text(value) => value,
         Param::Bool(value) => value,
         Param::Bytes(value) => value,
+        Param::TextList(value) => value,
     }
 }
 
@@ -495,18 +506,44 @@ impl Row for PostgresRow<'_> {
         Ok(self.0.try_get(column)?)
     }
 
+    fn str(&self, column: usize) -> Result<&str, StoreError> {
+        Ok(self.0.try_get(column)?)
+    }
+
     fn append_bytes(&self, column: usize, out: &mut Vec<u8>) -> Result<(), StoreError> {
-        out.extend_from_slice(self.0.try_get::<_, &str>(column)?.as_bytes());
+        out.extend_from_slice(self.str(column)?.as_bytes());
         Ok(())
     }
 
     fn append_text(&self, column: usize, out: &mut String) -> Result<(), StoreError> {
-        out.push_str(self.0.try_get::<_, &str>(column)?);
+        out.push_str(self.str(column)?);
         Ok(())
     }
 
     fn boolean(&self, column: usize) -> Result<bool, StoreError> {
         Ok(self.0.try_get(column)?)
+    }
+
+    fn is_null(&self, column: usize) -> Result<bool, StoreError> {
+        Ok(self.0.try_get::<_, Nullness>(column)?.0)
+    }
+}
+
+/// Whether a value is NULL, of any type, without decoding it (a text
+/// would be checked as UTF-8 for nothing).
+struct Nullness(bool);
+
+impl<'a> FromSql<'a> for Nullness {
+    fn from_sql(_: &Type, _: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Self(false))
+    }
+
+    fn from_sql_null(_: &Type) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Self(true))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
     }
 }
 

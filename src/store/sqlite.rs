@@ -255,17 +255,23 @@ impl Row for SqliteRow<'_> {
         Ok(())
     }
 
+    fn str(&self, column: usize) -> Result<&str, StoreError> {
+        self.text_ref(column)?
+            .as_str()
+            .map_err(column_error(column))
+    }
+
     fn append_text(&self, column: usize, out: &mut String) -> Result<(), StoreError> {
-        out.push_str(
-            self.text_ref(column)?
-                .as_str()
-                .map_err(column_error(column))?,
-        );
+        out.push_str(self.str(column)?);
         Ok(())
     }
 
     fn boolean(&self, column: usize) -> Result<bool, StoreError> {
         Ok(self.0.get(column)?)
+    }
+
+    fn is_null(&self, column: usize) -> Result<bool, StoreError> {
+        Ok(self.text_ref(column)? == ValueRef::Null)
     }
 }
 
@@ -279,6 +285,11 @@ impl rusqlite::ToSql for Param<'_> {
             Param::Text(text) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
             Param::Bool(flag) => ToSqlOutput::Owned(Value::Integer(flag.into())),
             Param::Bytes(bytes) => ToSqlOutput::Borrowed(ValueRef::Blob(bytes)),
+            Param::TextList(_) => {
+                return Err(rusqlite::Error::ToSqlConversionFailure(
+                    "SQLite has no list type".into(),
+                ));
+            }
         })
     }
 }

@@ -55,6 +55,36 @@ async fn a_walk_alternating_between_instances_is_one_consistent_list() {
     }
 }
 
+/// A page one instance has served shows, at once, a change written
+/// through the other: no instance serves a page from memory of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_shows_at_once_a_change_written_through_the_other_instance() {
+    require!(BACKEND);
+    let (first, second, token) = two_instances(8).await;
+    let path = "/v1/projects?limit=3";
+    let descriptions = |body: &serde_json::Value| {
+        body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["description"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let (_, before) = first.get_json(path, &token).await;
+    let (_, again) = first.get_json(path, &token).await;
+    assert_eq!(before, again);
+    assert_eq!(ids(&before), ["p007", "p006", "p005"]);
+
+    second
+        .seed(vec![serde_json::json!({"object": "project", "id": "p006",
+            "organization_id": org_id(1), "description": "written elsewhere"})])
+        .await;
+    let (status, after) = first.get_json(path, &token).await;
+    assert_eq!(status, 200, "{after}");
+    assert_eq!(ids(&after), ["p007", "p006", "p005"]);
+    assert_eq!(descriptions(&after), ["", "written elsewhere", ""]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_revoked_through_one_instance_stops_working_on_the_other() {
     require!(BACKEND);

@@ -356,6 +356,15 @@ async fn metrics_move_when_requests_are_made() {
         after.value("proxydeck_rate_limit_rejections_total", &[]),
         0.0
     );
+    for from in ["memory", "database"] {
+        assert_eq!(
+            after
+                .matching("proxydeck_db_page_bodies_total", &[("from", from)])
+                .count(),
+            1,
+            "{from}"
+        );
+    }
     let version = env!("CARGO_PKG_VERSION");
     assert_eq!(
         after.value("proxydeck_build_info", &[("version", version)]),

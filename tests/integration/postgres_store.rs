@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use proxydeck::store::{self, DatabaseUrl, StoreOptions};
+use proxydeck::domain::pagination::{Direction, PageRequest};
+use proxydeck::store::{self, DatabaseUrl, ProjectsQuery, StoreOptions};
 
 use crate::binary::*;
 use crate::helpers::*;
@@ -312,4 +313,65 @@ async fn hosts_are_tried_in_turn_and_a_read_only_server_is_refused_when_asked() 
         .expect_err("migrations cannot run read-only");
     let text = format!("{error:#}");
     assert!(!text.contains("does not allow writes"), "{text}");
+}
+
+/// A project body counter of the page memory, as `/metrics` shows it.
+fn page_bodies(from: &str) -> f64 {
+    let series = format!("proxydeck_db_page_bodies_total{{from=\"{from}\"}} ");
+    proxydeck::metrics::render(&[])
+        .lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .map_or(0.0, |value| value.parse().unwrap())
+}
+
+/// A page read again comes from the instance's memory, but for what
+/// changed: PostgreSQL sends the changed row's body, not the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_read_again_is_served_from_memory_but_for_the_changed_row() {
+    require!(Backend::Postgres);
+    let store = TestStore::new(Backend::Postgres).await;
+    let mut lines = vec![org(1), user("u1", &[1])];
+    lines.extend((0..5).map(|i| project(&format!("p{i}"), 1, i)));
+    seed(store.store.as_ref(), lines).await.unwrap();
+    let read = || {
+        store.store.list_projects(ProjectsQuery {
+            organizations: [org_id(1)].into(),
+            page: PageRequest {
+                start_key: None,
+                direction: Direction::Desc,
+                limit: 3,
+            },
+        })
+    };
+    let (memory, database) = (page_bodies("memory"), page_bodies("database"));
+    // Seen once: read the plain way. Seen again: remembered (the three
+    // rows and the one after them, all sent). Then: all from memory.
+    let first = read().await.unwrap();
+    read().await.unwrap();
+    let third = read().await.unwrap();
+    assert_eq!(third.joined, first.joined);
+    assert!(
+        page_bodies("memory") - memory >= 4.0,
+        "nothing came from memory"
+    );
+    assert!(page_bodies("database") - database >= 4.0);
+
+    let changed = serde_json::json!({"object": "project", "id": "p3",
+        "organization_id": org_id(1), "description": "changed"});
+    seed(store.store.as_ref(), vec![changed]).await.unwrap();
+    let (memory, database) = (page_bodies("memory"), page_bodies("database"));
+    let after = read().await.unwrap();
+    assert!(
+        String::from_utf8(after.joined)
+            .unwrap()
+            .contains("\"changed\"")
+    );
+    assert!(
+        page_bodies("database") - database >= 1.0,
+        "the change was not sent"
+    );
+    assert!(
+        page_bodies("memory") - memory >= 3.0,
+        "the unchanged rows were sent again"
+    );
 }

@@ -229,6 +229,62 @@ async fn deleted_projects_leave_listings_but_keep_their_place(store: Arc<dyn Sto
     assert_eq!(all_projects(store.as_ref()).await.len(), 5);
 }
 
+/// A page read again is the page as it is now: read repeatedly (which a
+/// store may answer partly from what it remembers), then after a change,
+/// a deletion and a return, of rows on it and of the row after it.
+async fn a_page_read_again_shows_every_change_in_between(store: Arc<dyn Store>) {
+    let mut lines = base();
+    for i in 0..5 {
+        lines.push(project(&format!("p{i}"), 1, i));
+    }
+    seed(store.as_ref(), lines).await.unwrap();
+    let first_page = || projects_of(store.as_ref(), &[1], page(3, Direction::Desc, None));
+    let after_p4 = || projects_of(store.as_ref(), &[1], page(2, Direction::Desc, Some("p4")));
+    let described = |items: &[Value]| {
+        items
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}:{}",
+                    p["id"].as_str().unwrap(),
+                    p["description"].as_str().unwrap()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = first_page().await.unwrap();
+    assert_eq!(described(&before), ["p4:", "p3:", "p2:"]);
+    for _ in 0..3 {
+        assert_eq!(first_page().await.unwrap(), before);
+    }
+    assert_eq!(described(&after_p4().await.unwrap()), ["p3:", "p2:"]);
+
+    let changed = json!({"object": "project", "id": "p3", "organization_id": org_id(1),
+                         "description": "changed"});
+    seed(store.as_ref(), vec![changed]).await.unwrap();
+    let after_change = first_page().await.unwrap();
+    assert_eq!(described(&after_change), ["p4:", "p3:changed", "p2:"]);
+    assert_eq!(
+        after_change[0], before[0],
+        "unchanged rows stay as they were"
+    );
+    assert_eq!(after_change[2], before[2]);
+    assert_eq!(described(&after_p4().await.unwrap()), ["p3:changed", "p2:"]);
+
+    store.delete_project("p4").await.unwrap();
+    assert_eq!(
+        described(&first_page().await.unwrap()),
+        ["p3:changed", "p2:", "p1:"]
+    );
+    seed(store.as_ref(), vec![project("p4", 1, 4)])
+        .await
+        .unwrap();
+    assert_eq!(
+        described(&first_page().await.unwrap()),
+        ["p4:", "p3:changed", "p2:"]
+    );
+}
+
 async fn keyset_pages_merge_organizations_and_break_ties_by_id(store: Arc<dyn Store>) {
     let mut lines = base();
     for (id, org, second) in [
@@ -570,6 +626,7 @@ contract!(
     import_twice_changes_nothing,
     import_that_changes_a_project_moves_updated_at,
     deleted_projects_leave_listings_but_keep_their_place,
+    a_page_read_again_shows_every_change_in_between,
     keyset_pages_merge_organizations_and_break_ties_by_id,
     tokens_are_found_by_digest_only,
     last_used_never_goes_backwards,

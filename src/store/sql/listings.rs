@@ -6,7 +6,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{Db, Param, Row, exists, query_all, query_opt, transaction};
+use super::page_memory::{Recall, RememberedPage, RowSpans, append};
+use super::{Db, PageMemory, Param, Row, exists, query_all, query_opt, transaction};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::pagination::{Direction, Page, PageRequest, merge_ordered};
 use crate::domain::time::Timestamp;
@@ -62,23 +63,40 @@ pub(super) async fn projects(
         // start item found by a subquery. One statement is one snapshot: no
         // transaction needed. Without rows it cannot tell an unknown start
         // key from the end of the list: the general read below tells.
-        let sql = keyset_select(
-            "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_id = ?1",
-            1,
-            &["created_at", "id"],
-            StartKeys::Selected {
-                subquery: "SELECT created_at, id FROM projects WHERE id = ?2 AND organization_id = ?1",
-                binds: 1,
-            },
-            page,
-        );
-        let mut params = vec![Param::Text(organization)];
-        params.extend(page.start_key.as_deref().map(Param::Text));
-        params.push(Param::Int(page.fetch_count() as i64));
-        let found = json_page(db, sql, &params, page, 2, |row, key| {
-            row.append_text(1, key)
-        })
-        .await?;
+        let memory = db.page_memory();
+        let recall = memory.as_ref().map(|memory| {
+            // Debug quotes the texts: no two requests share a key by accident.
+            let key = format!(
+                "{:?}",
+                (organization, &page.start_key, page.direction, page.limit)
+            );
+            let recall = memory.recall(&key);
+            (memory, key, recall)
+        });
+        let found = match recall {
+            Some((memory, key, Recall::Again(previous))) => {
+                remembering_projects_page(db, memory, key, &previous, organization, page).await?
+            }
+            None | Some((_, _, Recall::FirstSighting)) => {
+                let sql = keyset_select(
+                    "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_id = ?1",
+                    1,
+                    &["created_at", "id"],
+                    StartKeys::Selected {
+                        subquery: "SELECT created_at, id FROM projects WHERE id = ?2 AND organization_id = ?1",
+                        binds: 1,
+                    },
+                    page,
+                );
+                let mut params = vec![Param::Text(organization)];
+                params.extend(page.start_key.as_deref().map(Param::Text));
+                params.push(Param::Int(page.fetch_count() as i64));
+                json_page(db, sql, &params, page, 2, |row, key| {
+                    row.append_text(1, key)
+                })
+                .await?
+            }
+        };
         if found.count > 0 || page.start_key.is_none() {
             return Ok(found);
         }
@@ -139,19 +157,118 @@ pub(super) async fn projects(
             ..JsonPage::default()
         };
         for (_, id, json) in merged.into_iter().take(page.limit as usize) {
-            out.push::<StoreError>(
-                |key| {
-                    key.push_str(&id);
-                    Ok(())
-                },
-                |joined| {
-                    joined.extend_from_slice(&json);
-                    Ok(())
-                },
-            )?;
+            out.push_ready(&id, &json);
         }
         Ok(out)
     })
+}
+
+/// One organization's page of projects, as the statement above reads it,
+/// on a store that remembers the pages it received ([`PageMemory`]): the
+/// statement also takes the ids and row versions of the rows this page had
+/// last time (`previous`), and gives no body for a row still at its
+/// remembered version.
+async fn remembering_projects_page(
+    db: &mut dyn Db,
+    memory: &PageMemory,
+    key: String,
+    previous: &RememberedPage,
+    organization: &str,
+    page: &PageRequest,
+) -> Result<JsonPage, StoreError> {
+    let sql = keyset_select(
+        "SELECT created_at, id, xmin::text, \
+         CASE WHEN (?2::text[])[array_position(?1::text[], id)] = xmin::text THEN NULL ELSE body END \
+         FROM projects WHERE deleted_at IS NULL AND organization_id = ?3",
+        3,
+        &["created_at", "id"],
+        StartKeys::Selected {
+            subquery: "SELECT created_at, id FROM projects WHERE id = ?4 AND organization_id = ?3",
+            binds: 1,
+        },
+        page,
+    );
+    let (ids, versions): (Vec<&str>, Vec<&str>) =
+        (0..previous.len()).map(|index| previous.row(index)).unzip();
+    let mut params = vec![
+        Param::TextList(&ids),
+        Param::TextList(&versions),
+        Param::Text(organization),
+    ];
+    params.extend(page.start_key.as_deref().map(Param::Text));
+    params.push(Param::Int(page.fetch_count() as i64));
+
+    /// Where a received row is: a remembered one (its index), or a new one
+    /// (its id, version and body, in `fresh`).
+    enum Source {
+        Remembered(usize),
+        Fresh(RowSpans),
+    }
+    let mut out = JsonPage::default();
+    let mut sources = Vec::with_capacity(page.fetch_count());
+    let mut fresh = String::new();
+    db.query(sql, &params, &mut |row| {
+        let position = sources.len();
+        let (id, version) = (row.str(1)?, row.str(2)?);
+        let source = if row.is_null(3)? {
+            let index = previous.find(position, id, version).ok_or_else(|| {
+                StoreError::Internal(format!(
+                    "PostgreSQL left out the body of project {id}, which was not remembered"
+                ))
+            })?;
+            Source::Remembered(index)
+        } else {
+            if fresh.is_empty() {
+                // Rows of a list are alike in size: room for the rest at once.
+                fresh.reserve(2048 * (page.fetch_count() - position));
+            }
+            let id = append(&mut fresh, id);
+            let version = append(&mut fresh, version);
+            let start = fresh.len();
+            row.append_text(3, &mut fresh)?;
+            Source::Fresh([id, version, start..fresh.len()])
+        };
+        if out.count < page.limit as usize {
+            let body = match &source {
+                Source::Remembered(index) => previous.body(*index),
+                Source::Fresh([_, _, body]) => &fresh[body.clone()],
+            };
+            out.push_ready(id, body.as_bytes());
+            reserve_rest_of_page(&mut out, page);
+        } else {
+            out.has_more = true;
+        }
+        sources.push(source);
+        Ok(true)
+    })
+    .await?;
+    let from_memory = sources
+        .iter()
+        .filter(|source| matches!(source, Source::Remembered(_)))
+        .count();
+    crate::metrics::page_bodies(from_memory as u64, (sources.len() - from_memory) as u64);
+    // Nothing to remember when every row is the one remembered at its
+    // place: the memory holds this page already.
+    let as_remembered = sources.len() == previous.len()
+        && sources
+            .iter()
+            .enumerate()
+            .all(|(position, source)| matches!(source, Source::Remembered(i) if *i == position));
+    if !as_remembered {
+        // The new rows are in `fresh` already: the remembered ones join them.
+        let spans = sources
+            .into_iter()
+            .map(|source| match source {
+                Source::Fresh(spans) => spans,
+                Source::Remembered(index) => {
+                    let (id, version) = previous.row(index);
+                    [id, version, previous.body(index)].map(|part| append(&mut fresh, part))
+                }
+            })
+            .collect();
+        memory.remember(key, RememberedPage::new(fresh, spans));
+    }
+    Ok(out)
 }
 
 pub(super) async fn api_tokens(
@@ -342,16 +459,21 @@ async fn json_page(
             return Ok(false);
         }
         out.push(|k| key(row, k), |joined| row.append_bytes(body, joined))?;
-        if out.count == 1 {
-            // Items of a list are alike in size: room for the page at once
-            // rather than growing (and copying) it item by item.
-            let room = (out.joined.len() + 1) * (page.limit as usize - 1);
-            out.joined.reserve(room);
-        }
+        reserve_rest_of_page(&mut out, page);
         Ok(true)
     })
     .await?;
     Ok(out)
+}
+
+/// After a page's first item: items of a list are alike in size, so room
+/// for the whole page at once rather than growing (and copying) it item
+/// by item.
+fn reserve_rest_of_page(out: &mut JsonPage, page: &PageRequest) {
+    if out.count == 1 {
+        let room = (out.joined.len() + 1) * (page.limit as usize - 1);
+        out.joined.reserve(room);
+    }
 }
 
 /// A revision's key as the listing gives it: its decimal digits, no sign,

@@ -18,6 +18,7 @@ mod admin;
 mod export;
 mod import;
 mod listings;
+mod page_memory;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -36,6 +37,7 @@ use crate::domain::directory::{Organization, User};
 use crate::domain::import::{ImportBatch, ImportError, ObjectCounts};
 use crate::domain::pagination::Page;
 use crate::domain::token::TokenDigest;
+pub use page_memory::PageMemory;
 
 /// A statement parameter: the few types the schema uses. Nulls are typed,
 /// as PostgreSQL needs.
@@ -46,6 +48,9 @@ pub enum Param<'a> {
     Text(&'a str),
     Bool(bool),
     Bytes(&'a [u8]),
+    /// A list of texts: PostgreSQL's `text[]` (SQLite has no such type,
+    /// and its statements never take one).
+    TextList(&'a [&'a str]),
 }
 
 /// One result row.
@@ -53,11 +58,14 @@ pub trait Row {
     fn int(&self, column: usize) -> Result<i64, StoreError>;
     fn opt_int(&self, column: usize) -> Result<Option<i64>, StoreError>;
     fn text(&self, column: usize) -> Result<String, StoreError>;
+    /// A text column, borrowed from the row (checked UTF-8).
+    fn str(&self, column: usize) -> Result<&str, StoreError>;
     /// Appends a text column's bytes, as stored (no UTF-8 check).
     fn append_bytes(&self, column: usize, out: &mut Vec<u8>) -> Result<(), StoreError>;
     /// Appends a text column (checked UTF-8).
     fn append_text(&self, column: usize, out: &mut String) -> Result<(), StoreError>;
     fn boolean(&self, column: usize) -> Result<bool, StoreError>;
+    fn is_null(&self, column: usize) -> Result<bool, StoreError>;
 }
 
 /// What a row callback of [`Db::query`] is: answers whether to go on.
@@ -83,6 +91,12 @@ pub trait Db: Send {
     async fn begin_write(&mut self) -> Result<(), StoreError>;
     async fn commit(&mut self) -> Result<(), StoreError>;
     async fn rollback(&mut self) -> Result<(), StoreError>;
+    /// The pages of projects this store remembers receiving (PostgreSQL,
+    /// see [`PageMemory`]); none where rows are read in process and cost
+    /// no more to read again than to remember (SQLite).
+    fn page_memory(&self) -> Option<Arc<PageMemory>> {
+        None
+    }
 }
 
 /// An operation of the store's logic on a connection and its input (a

@@ -1,0 +1,221 @@
+//! Pages of projects a PostgreSQL store has already received, so that the
+//! database sends again only the bodies that changed.
+//!
+//! A first page of projects is 21 rows of about 1.7 KB each. Producing and
+//! sending those 34 KB is most of PostgreSQL's work for the page, and
+//! receiving them a good part of proxydeck's (bench/RESULTS.md). The page
+//! statement therefore sends, with its arguments, the ids and row versions
+//! (`xmin`, the transaction that wrote the row) of the rows this page
+//! returned last time, and PostgreSQL answers `NULL` instead of the body of
+//! every row whose version is still the one remembered. The rows, their
+//! order and their versions always come from the statement itself, one
+//! snapshot: a change made anywhere, by any instance or by hand, is seen at
+//! once, as without the memory. Only an unchanged body is taken from here.
+//!
+//! Remembering costs copies and a cache insertion, which a page read once
+//! (a client walking a long list) would pay for nothing: a page is read
+//! the plain way the first time its key is seen, and remembered from the
+//! second time on.
+//!
+//! A row version names one committed state of a row only while transaction
+//! ids do not wrap around (about four billion transactions) and while the
+//! server is the same. Pages are therefore forgotten after
+//! [`REMEMBER_FOR`], and all of them whenever a shared connection is made
+//! anew (the server may have been replaced by another whose transaction
+//! ids restarted).
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use twox_hash::XxHash3_64;
+
+/// How much body text is remembered, at most (least recently used pages go
+/// first).
+const CAPACITY_BYTES: u64 = 32 * 1024 * 1024;
+
+/// How long a page is remembered after it was last received.
+pub const REMEMBER_FOR: Duration = Duration::from_secs(300);
+
+/// Keys seen lately, as hashes in a table of this many slots (a key's hash
+/// picks its slot; a newer key takes the slot over).
+const SEEN_SLOTS: usize = 1 << 16;
+
+/// Appends `part` to `text`; answers where it is.
+pub fn append(text: &mut String, part: &str) -> Range<usize> {
+    let start = text.len();
+    text.push_str(part);
+    start..text.len()
+}
+
+/// The memory of one store.
+pub struct PageMemory {
+    pages: moka::sync::Cache<String, Arc<RememberedPage>>,
+    seen: Box<[AtomicU64]>,
+}
+
+/// What the memory holds for a page's key.
+pub enum Recall {
+    /// The key was not seen lately: read the page the plain way.
+    FirstSighting,
+    /// The key was seen before: the rows remembered (none yet, maybe) and
+    /// the page to remember.
+    Again(Arc<RememberedPage>),
+}
+
+/// A page's rows as last received: each row's id, version and body, all
+/// in one text (two allocations a page, whatever its length).
+#[derive(Default)]
+pub struct RememberedPage {
+    text: String,
+    rows: Vec<RowSpans>,
+}
+
+/// Where a row's id, version and body are in a page's text.
+pub type RowSpans = [Range<usize>; 3];
+
+impl RememberedPage {
+    /// A page of rows whose parts are at `rows` in `text`.
+    pub fn new(text: String, rows: Vec<RowSpans>) -> Self {
+        Self { text, rows }
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Row `index`'s id and version.
+    pub fn row(&self, index: usize) -> (&str, &str) {
+        let [id, version, _] = &self.rows[index];
+        (&self.text[id.clone()], &self.text[version.clone()])
+    }
+
+    pub fn body(&self, index: usize) -> &str {
+        &self.text[self.rows[index][2].clone()]
+    }
+
+    /// The index of row `id` at `version`; `position` is where it was
+    /// last time (rows seldom move, so that is looked at first).
+    pub fn find(&self, position: usize, id: &str, version: &str) -> Option<usize> {
+        let matches = |index: &usize| self.row(*index) == (id, version);
+        Some(position)
+            .filter(|p| *p < self.len())
+            .filter(matches)
+            .or_else(|| (0..self.len()).find(matches))
+    }
+
+    /// The memory a page takes (its weight against [`CAPACITY_BYTES`]).
+    fn bytes(&self) -> usize {
+        self.text.capacity() + self.rows.capacity() * std::mem::size_of::<RowSpans>() + 64
+    }
+}
+
+impl Default for PageMemory {
+    fn default() -> Self {
+        Self::new(CAPACITY_BYTES, REMEMBER_FOR)
+    }
+}
+
+impl PageMemory {
+    pub fn new(capacity_bytes: u64, remember_for: Duration) -> Self {
+        let pages = moka::sync::Cache::builder()
+            .max_capacity(capacity_bytes)
+            .weigher(|key: &String, page: &Arc<RememberedPage>| {
+                u32::try_from(key.len() + page.bytes()).unwrap_or(u32::MAX)
+            })
+            .time_to_live(remember_for)
+            .build();
+        let seen = (0..SEEN_SLOTS).map(|_| AtomicU64::new(0)).collect();
+        Self { pages, seen }
+    }
+
+    /// What is remembered under `key`; notes that it was asked for.
+    pub fn recall(&self, key: &str) -> Recall {
+        if let Some(page) = self.pages.get(key) {
+            return Recall::Again(page);
+        }
+        let hash = XxHash3_64::oneshot(key.as_bytes());
+        let slot = &self.seen[hash as usize % SEEN_SLOTS];
+        if slot.swap(hash, Ordering::Relaxed) == hash {
+            Recall::Again(Arc::default())
+        } else {
+            Recall::FirstSighting
+        }
+    }
+
+    pub fn remember(&self, key: String, page: RememberedPage) {
+        self.pages.insert(key, Arc::new(page));
+    }
+
+    /// Forgets every page: the server may not be the one that sent them.
+    pub fn forget_all(&self) {
+        self.pages.invalidate_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(rows: &[(&str, &str, &str)]) -> RememberedPage {
+        let mut text = String::new();
+        let spans = rows
+            .iter()
+            .map(|(id, version, body)| [id, version, body].map(|part| append(&mut text, part)))
+            .collect();
+        RememberedPage::new(text, spans)
+    }
+
+    #[test]
+    fn a_row_is_found_by_id_and_version_wherever_it_moved() {
+        let page = page(&[("a", "7", "{\"a\":1}"), ("b", "9", "{\"b\":1}")]);
+        assert_eq!(page.find(0, "a", "7"), Some(0));
+        assert_eq!(page.find(0, "b", "9"), Some(1), "moved");
+        assert_eq!(page.find(5, "b", "9"), Some(1), "past the end");
+        assert_eq!(page.find(1, "b", "10"), None, "another version");
+        assert_eq!(page.find(0, "c", "7"), None, "another row");
+        assert_eq!((page.row(1), page.body(1)), (("b", "9"), "{\"b\":1}"));
+        assert_eq!(page.body(0), "{\"a\":1}");
+    }
+
+    /// The ids of the rows remembered under `key`; `None` on a first
+    /// sighting.
+    fn recalled(memory: &PageMemory, key: &str) -> Option<Vec<String>> {
+        match memory.recall(key) {
+            Recall::FirstSighting => None,
+            Recall::Again(page) => Some((0..page.len()).map(|i| page.row(i).0.into()).collect()),
+        }
+    }
+
+    fn one_row() -> RememberedPage {
+        page(&[("a", "1", "{}")])
+    }
+
+    #[test]
+    fn a_key_is_worth_remembering_from_its_second_sighting() {
+        let memory = PageMemory::default();
+        assert_eq!(recalled(&memory, "k"), None);
+        assert_eq!(recalled(&memory, "k"), Some(vec![]));
+        assert_eq!(recalled(&memory, "other"), None);
+        assert_eq!(recalled(&memory, "k"), Some(vec![]));
+    }
+
+    #[test]
+    fn pages_are_recalled_until_forgotten() {
+        let memory = PageMemory::default();
+        memory.remember("k".into(), one_row());
+        assert_eq!(recalled(&memory, "k"), Some(vec!["a".into()]));
+        memory.forget_all();
+        assert_eq!(recalled(&memory, "k"), None);
+    }
+
+    #[test]
+    fn pages_past_their_time_are_not_recalled() {
+        let memory = PageMemory::new(CAPACITY_BYTES, Duration::from_millis(50));
+        memory.remember("k".into(), one_row());
+        assert_eq!(recalled(&memory, "k"), Some(vec!["a".into()]));
+        std::thread::sleep(Duration::from_millis(120));
+        assert_eq!(recalled(&memory, "k"), None);
+    }
+}
