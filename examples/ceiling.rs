@@ -22,7 +22,7 @@ async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let listen = args.next().unwrap_or_else(|| "127.0.0.1:9090".into());
     let size: usize = args.next().map_or(Ok(37_000), |n| n.parse())?;
-    proxydeck::telemetry::init(proxydeck::telemetry::SERVING);
+    let _log = proxydeck::telemetry::init_serving(proxydeck::telemetry::SERVING);
 
     // A JSON document of exactly `size` bytes: {"data":"xxx…"}.
     let filler = size.saturating_sub(r#"{"data":""}"#.len());

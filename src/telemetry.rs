@@ -5,8 +5,16 @@
 //! else the command's default. RUST_LOG wins because whoever sets it for
 //! one run is debugging, and the level in a unit file or an environment
 //! should not get in their way.
+//!
+//! A server's lines are written by a thread of their own
+//! ([`LogWriter::Background`]): a request hands its line over and goes on,
+//! instead of waiting in `write(2)` on a pipe that a slow log collector
+//! drains; lines queued together go out in one write. Other commands write
+//! their few lines themselves, in order with the rest of what they print.
 
+use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 /// What a server logs by default: a line per request at `info`.
 pub const SERVING: &str = "info,refinery_core=warn";
@@ -45,18 +53,44 @@ impl LogLevel {
     }
 }
 
-/// How to log: the format, and the level asked for (if any).
+/// Which thread writes the lines to stderr.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogWriter {
+    /// The thread that logs, at once: for commands whose lines must stay in
+    /// order with what else they print.
+    #[default]
+    Inline,
+    /// A thread of its own, fed through a queue of
+    /// [`QUEUED_LINES`]; a full queue makes the next line wait, so no line
+    /// is dropped.
+    Background,
+}
+
+/// Lines the background writer holds before a logging thread waits for
+/// room: at about 300 bytes a request line, some 5 MiB, several seconds of
+/// full load, enough to ride out a log collector's hiccup.
+pub const QUEUED_LINES: usize = 16_384;
+
+/// Keeps the background writer (if any) running; dropping it writes out the
+/// lines still queued, waiting for at most about a second.
+#[must_use = "dropping it stops the background log writer"]
+pub struct LogGuard {
+    _writer: Option<WorkerGuard>,
+}
+
+/// How to log: the format, the level asked for (if any) and the writer.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Logging {
     pub format: LogFormat,
     pub level: Option<LogLevel>,
+    pub writer: LogWriter,
 }
 
 impl Logging {
     /// Sets up logging to stderr, with `default_filter` when neither
     /// `RUST_LOG` nor a level is given. A `RUST_LOG` that is not a filter is
-    /// refused, with its name.
-    pub fn init(self, default_filter: &str) -> Result<(), String> {
+    /// refused, with its name. Keep the guard until the last line is logged.
+    pub fn init(self, default_filter: &str) -> Result<LogGuard, String> {
         let filter = match std::env::var("RUST_LOG") {
             Ok(given) if !given.trim().is_empty() => {
                 EnvFilter::try_new(&given).map_err(|error| format!("RUST_LOG: {error}"))?
@@ -66,9 +100,22 @@ impl Logging {
                 None => default_filter,
             }),
         };
+        let (writer, guard) = match self.writer {
+            LogWriter::Inline => (BoxMakeWriter::new(std::io::stderr), None),
+            LogWriter::Background => {
+                let (writer, guard) = NonBlockingBuilder::default()
+                    .lossy(false)
+                    .buffered_lines_limit(QUEUED_LINES)
+                    .thread_name("log-writer")
+                    // Buffered: the writer drains what is queued, then
+                    // flushes, so a burst of lines is one write.
+                    .finish(std::io::BufWriter::new(std::io::stderr()));
+                (BoxMakeWriter::new(writer), Some(guard))
+            }
+        };
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
-            .with_writer(std::io::stderr);
+            .with_writer(writer);
         let installed = match self.format {
             LogFormat::Text => builder
                 .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -80,14 +127,20 @@ impl Logging {
                 .with_span_list(false)
                 .try_init(),
         };
-        installed.map_err(|error| format!("cannot set up logging: {error}"))
+        installed.map_err(|error| format!("cannot set up logging: {error}"))?;
+        Ok(LogGuard { _writer: guard })
     }
 }
 
-/// Text logging at `default_filter` (or `RUST_LOG`), for tools such as the
-/// benchmark's ceiling server.
-pub fn init(default_filter: &str) {
-    if let Err(error) = Logging::default().init(default_filter) {
+/// Text logging at `default_filter` (or `RUST_LOG`) as a server logs, for
+/// tools such as the benchmark's ceiling server.
+pub fn init_serving(default_filter: &str) -> LogGuard {
+    let logging = Logging {
+        writer: LogWriter::Background,
+        ..Logging::default()
+    };
+    logging.init(default_filter).unwrap_or_else(|error| {
         eprintln!("error: {error}");
-    }
+        LogGuard { _writer: None }
+    })
 }

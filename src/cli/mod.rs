@@ -25,7 +25,7 @@ use crate::http::server::ServerOptions;
 use crate::rate_limit::redis::RedisUrl;
 use crate::rate_limit::{self, Policy, RateLimitOptions};
 use crate::store::{self, DatabaseUrl, StoreOptions};
-use crate::telemetry::{self, LogFormat, LogLevel, Logging};
+use crate::telemetry::{self, LogFormat, LogGuard, LogLevel, LogWriter, Logging};
 use config::{Failure, Parsed};
 use duration::parse_duration;
 
@@ -300,10 +300,13 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(error) = init_logging(&cli) {
-        eprintln!("error: {error}");
-        return ExitCode::from(2);
-    }
+    let log = match init_logging(&cli) {
+        Ok(log) => log,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -311,7 +314,10 @@ pub fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return fail(&anyhow::Error::from(error)),
     };
-    match runtime.block_on(run(cli, &effective)) {
+    let outcome = runtime.block_on(run(cli, &effective));
+    // Every line logged is out before the verdict: an error comes last.
+    drop(log);
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(&error),
     }
@@ -335,16 +341,24 @@ fn fail(error: &anyhow::Error) -> ExitCode {
     }
 }
 
-/// Serving logs each request at `info`; the other commands stay quiet but
-/// for warnings.
-fn init_logging(cli: &Cli) -> Result<(), String> {
+/// Serving logs each request at `info`, from a writer thread of its own;
+/// the other commands stay quiet but for warnings, written in order with
+/// the rest of their output.
+fn init_logging(cli: &Cli) -> Result<LogGuard, String> {
+    let serving = matches!(cli.command, Command::Serve(_) | Command::Demo(_));
     let logging = Logging {
         format: cli.log_format,
         level: cli.log_level,
+        writer: if serving {
+            LogWriter::Background
+        } else {
+            LogWriter::Inline
+        },
     };
-    logging.init(match cli.command {
-        Command::Serve(_) | Command::Demo(_) => telemetry::SERVING,
-        _ => telemetry::QUIET,
+    logging.init(if serving {
+        telemetry::SERVING
+    } else {
+        telemetry::QUIET
     })
 }
 

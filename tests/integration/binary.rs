@@ -327,6 +327,20 @@ impl Server {
         Self::start_with(dir, false, make)
     }
 
+    /// Its log as soon as `done` holds of it, or as it is after
+    /// [`START_DEADLINE`]: a server's lines are written by a thread of its
+    /// own, a moment after the response they tell of.
+    pub(crate) async fn log_once(&self, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if done(&log) || Instant::now() >= deadline {
+                return log;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     #[track_caller]
     pub(crate) fn start_with(
         dir: &Path,

@@ -1167,6 +1167,58 @@ async fn secrets_never_reach_logs_or_bodies_in(log_format: &str) {
     }
 }
 
+/// The request log is written by a thread of its own: a burst of
+/// concurrent requests, then SIGTERM at once, and every request has its one
+/// line on stderr, whole, before the process ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_line_is_written_out_before_the_server_exits() {
+    use futures_util::StreamExt;
+    const REQUESTS: usize = 2000;
+    let (_dir, path, secret) = seeded_database(1).await;
+    let mut binary = Binary::start(
+        &path,
+        &["--log-format", "json", "--rate-limit", "off"],
+        "info",
+    );
+    let client = plain_client();
+    let answers: Vec<_> = futures_util::stream::iter(0..REQUESTS)
+        .map(|n| {
+            let request = client
+                .get(binary.url("/v1/projects?limit=2"))
+                .bearer_auth(&secret)
+                .header("x-request-id", format!("burst-{n}"));
+            async move { request.send().await.unwrap().status() }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    assert!(answers.iter().all(|status| *status == 200), "{answers:?}");
+    drop(client);
+    let (_, status, _, stderr) = binary.stop_with("TERM").await;
+    assert!(status.success(), "{stderr}");
+    let mut seen = vec![0usize; REQUESTS];
+    for line in stderr.lines() {
+        let line: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("a broken line ({e}): {line}"));
+        if let Some(n) = line["request_id"]
+            .as_str()
+            .and_then(|id| id.strip_prefix("burst-"))
+        {
+            seen[n.parse::<usize>().unwrap()] += 1;
+        }
+    }
+    let wrong: Vec<(usize, usize)> = seen
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, lines)| *lines != 1)
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "requests without exactly one line: {wrong:?}"
+    );
+}
+
 /// Runs the binary on `path` with `extra` arguments and `RUST_LOG`, makes
 /// a few requests with known request ids (`log-ok`, `log-anon`,
 /// `log-route`, `log-probe`), stops it and answers its stderr.
