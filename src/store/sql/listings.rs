@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::page_memory::{Recall, RememberedPage, RowSpans, append};
+use super::page_memory::{Era, Recall, RememberedPage, RowSpans, append};
 use super::{Db, PageMemory, Param, Row, exists, query_all, query_opt, transaction};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::pagination::{Direction, Page, PageRequest, merge_ordered};
@@ -74,27 +74,24 @@ pub(super) async fn projects(
             (memory, key, recall)
         });
         let found = match recall {
-            Some((memory, key, Recall::Again(previous))) => {
-                remembering_projects_page(db, memory, key, &previous, organization, page).await?
+            Some((
+                memory,
+                key,
+                Recall::Again {
+                    page: previous,
+                    era,
+                },
+            )) => {
+                let remembered =
+                    remembering_projects_page(db, memory, key, &previous, era, organization, page)
+                        .await?;
+                match remembered {
+                    Some(found) => found,
+                    None => one_organization_projects_page(db, organization, page).await?,
+                }
             }
             None | Some((_, _, Recall::FirstSighting)) => {
-                let sql = keyset_select(
-                    "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_id = ?1",
-                    1,
-                    &["created_at", "id"],
-                    StartKeys::Selected {
-                        subquery: "SELECT created_at, id FROM projects WHERE id = ?2 AND organization_id = ?1",
-                        binds: 1,
-                    },
-                    page,
-                );
-                let mut params = vec![Param::Text(organization)];
-                params.extend(page.start_key.as_deref().map(Param::Text));
-                params.push(Param::Int(page.fetch_count() as i64));
-                json_page(db, sql, &params, page, 2, |row, key| {
-                    row.append_text(1, key)
-                })
-                .await?
+                one_organization_projects_page(db, organization, page).await?
             }
         };
         if found.count > 0 || page.start_key.is_none() {
@@ -163,19 +160,47 @@ pub(super) async fn projects(
     })
 }
 
+/// One organization's page of projects, read the plain way.
+async fn one_organization_projects_page(
+    db: &mut dyn Db,
+    organization: &str,
+    page: &PageRequest,
+) -> Result<JsonPage, StoreError> {
+    let sql = keyset_select(
+        "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_id = ?1",
+        1,
+        &["created_at", "id"],
+        StartKeys::Selected {
+            subquery: "SELECT created_at, id FROM projects WHERE id = ?2 AND organization_id = ?1",
+            binds: 1,
+        },
+        page,
+    );
+    let mut params = vec![Param::Text(organization)];
+    params.extend(page.start_key.as_deref().map(Param::Text));
+    params.push(Param::Int(page.fetch_count() as i64));
+    json_page(db, sql, &params, page, 2, |row, key| {
+        row.append_text(1, key)
+    })
+    .await
+}
+
 /// One organization's page of projects, as the statement above reads it,
 /// on a store that remembers the pages it received ([`PageMemory`]): the
 /// statement also takes the ids and row versions of the rows this page had
-/// last time (`previous`), and gives no body for a row still at its
-/// remembered version.
+/// last time (`previous`, recalled in `era`), and gives no body for a row
+/// still at its remembered version. `None` when a connection was made anew
+/// meanwhile: the answer may have come from another server than the
+/// remembered rows, so neither is used.
 async fn remembering_projects_page(
     db: &mut dyn Db,
     memory: &PageMemory,
     key: String,
     previous: &RememberedPage,
+    era: Era,
     organization: &str,
     page: &PageRequest,
-) -> Result<JsonPage, StoreError> {
+) -> Result<Option<JsonPage>, StoreError> {
     let sql = keyset_select(
         "SELECT created_at, id, xmin::text, \
          CASE WHEN (?2::text[])[array_position(?1::text[], id)] = xmin::text THEN NULL ELSE body END \
@@ -242,6 +267,9 @@ async fn remembering_projects_page(
         Ok(true)
     })
     .await?;
+    if memory.era() != era {
+        return Ok(None);
+    }
     let from_memory = sources
         .iter()
         .filter(|source| matches!(source, Source::Remembered(_)))
@@ -266,9 +294,9 @@ async fn remembering_projects_page(
                 }
             })
             .collect();
-        memory.remember(key, RememberedPage::new(fresh, spans));
+        memory.remember(key, RememberedPage::new(fresh, spans), era);
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 pub(super) async fn api_tokens(

@@ -22,7 +22,9 @@
 //! server is the same. Pages are therefore forgotten after
 //! [`REMEMBER_FOR`], and all of them whenever a shared connection is made
 //! anew (the server may have been replaced by another whose transaction
-//! ids restarted).
+//! ids restarted). Forgetting begins a new [`Era`]; a page recalled in one
+//! era is used only if the statement that needed it ended in the same era,
+//! since the statement may have gone out on the new connection.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -53,15 +55,22 @@ pub fn append(text: &mut String, part: &str) -> Range<usize> {
 pub struct PageMemory {
     pages: moka::sync::Cache<String, Arc<RememberedPage>>,
     seen: Box<[AtomicU64]>,
+    /// How many times every page was forgotten.
+    era: AtomicU64,
 }
+
+/// The time between two forgettings of every page: pages and answers of
+/// one era came from the same connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Era(u64);
 
 /// What the memory holds for a page's key.
 pub enum Recall {
     /// The key was not seen lately: read the page the plain way.
     FirstSighting,
-    /// The key was seen before: the rows remembered (none yet, maybe) and
-    /// the page to remember.
-    Again(Arc<RememberedPage>),
+    /// The key was seen before: the rows remembered (none yet, maybe), to
+    /// be used only while the memory is still in `era`.
+    Again { page: Arc<RememberedPage>, era: Era },
 }
 
 /// A page's rows as last received: each row's id, version and body, all
@@ -70,6 +79,8 @@ pub enum Recall {
 pub struct RememberedPage {
     text: String,
     rows: Vec<RowSpans>,
+    /// When the read that received it began.
+    era: Era,
 }
 
 /// Where a row's id, version and body are in a page's text.
@@ -78,7 +89,11 @@ pub type RowSpans = [Range<usize>; 3];
 impl RememberedPage {
     /// A page of rows whose parts are at `rows` in `text`.
     pub fn new(text: String, rows: Vec<RowSpans>) -> Self {
-        Self { text, rows }
+        Self {
+            text,
+            rows,
+            era: Era::default(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -127,29 +142,49 @@ impl PageMemory {
             .time_to_live(remember_for)
             .build();
         let seen = (0..SEEN_SLOTS).map(|_| AtomicU64::new(0)).collect();
-        Self { pages, seen }
+        Self {
+            pages,
+            seen,
+            era: AtomicU64::new(0),
+        }
     }
 
     /// What is remembered under `key`; notes that it was asked for.
     pub fn recall(&self, key: &str) -> Recall {
-        if let Some(page) = self.pages.get(key) {
-            return Recall::Again(page);
+        // The era first: a page forgotten after this read is then caught
+        // by the era check after the statement.
+        let era = self.era();
+        // A page of an earlier era may still be found: one stored just
+        // after the forgetting, by a read that began before it.
+        if let Some(page) = self.pages.get(key).filter(|page| page.era == era) {
+            return Recall::Again { page, era };
         }
         let hash = XxHash3_64::oneshot(key.as_bytes());
         let slot = &self.seen[hash as usize % SEEN_SLOTS];
         if slot.swap(hash, Ordering::Relaxed) == hash {
-            Recall::Again(Arc::default())
+            Recall::Again {
+                page: Arc::default(),
+                era,
+            }
         } else {
             Recall::FirstSighting
         }
     }
 
-    pub fn remember(&self, key: String, page: RememberedPage) {
+    pub fn era(&self) -> Era {
+        Era(self.era.load(Ordering::SeqCst))
+    }
+
+    /// Remembers `page`, received by a read that began in `era`.
+    pub fn remember(&self, key: String, mut page: RememberedPage, era: Era) {
+        page.era = era;
         self.pages.insert(key, Arc::new(page));
     }
 
-    /// Forgets every page: the server may not be the one that sent them.
+    /// Forgets every page and begins a new era: the server may not be the
+    /// one that sent them. Called before the new connection is used.
     pub fn forget_all(&self) {
+        self.era.fetch_add(1, Ordering::SeqCst);
         self.pages.invalidate_all();
     }
 }
@@ -184,7 +219,9 @@ mod tests {
     fn recalled(memory: &PageMemory, key: &str) -> Option<Vec<String>> {
         match memory.recall(key) {
             Recall::FirstSighting => None,
-            Recall::Again(page) => Some((0..page.len()).map(|i| page.row(i).0.into()).collect()),
+            Recall::Again { page, .. } => {
+                Some((0..page.len()).map(|i| page.row(i).0.into()).collect())
+            }
         }
     }
 
@@ -204,16 +241,21 @@ mod tests {
     #[test]
     fn pages_are_recalled_until_forgotten() {
         let memory = PageMemory::default();
-        memory.remember("k".into(), one_row());
+        memory.remember("k".into(), one_row(), memory.era());
         assert_eq!(recalled(&memory, "k"), Some(vec!["a".into()]));
+        let era = memory.era();
         memory.forget_all();
         assert_eq!(recalled(&memory, "k"), None);
+        assert_ne!(memory.era(), era, "forgetting begins a new era");
+        // Stored after the forgetting by a read of the era before: ignored.
+        memory.remember("k".into(), one_row(), era);
+        assert_eq!(recalled(&memory, "k"), Some(vec![]));
     }
 
     #[test]
     fn pages_past_their_time_are_not_recalled() {
         let memory = PageMemory::new(CAPACITY_BYTES, Duration::from_millis(50));
-        memory.remember("k".into(), one_row());
+        memory.remember("k".into(), one_row(), memory.era());
         assert_eq!(recalled(&memory, "k"), Some(vec!["a".into()]));
         std::thread::sleep(Duration::from_millis(120));
         assert_eq!(recalled(&memory, "k"), None);
