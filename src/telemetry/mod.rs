@@ -7,12 +7,14 @@
 //! should not get in their way.
 //!
 //! A server's lines are written by a thread of their own
-//! ([`LogWriter::Background`]): a request hands its line over and goes on,
-//! instead of waiting in `write(2)` on a pipe that a slow log collector
-//! drains; lines queued together go out in one write. Other commands write
-//! their few lines themselves, in order with the rest of what they print.
+//! ([`LogWriter::Background`], [`batches`]): a request queues its line and
+//! goes on, instead of waiting in `write(2)` on a pipe that a slow log
+//! collector drains; the lines of a couple of milliseconds go out in one
+//! write. Other commands write their few lines themselves, in order with
+//! the rest of what they print.
 
-use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
+pub mod batches;
+
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
@@ -60,22 +62,17 @@ pub enum LogWriter {
     /// order with what else they print.
     #[default]
     Inline,
-    /// A thread of its own, fed through a queue of
-    /// [`QUEUED_LINES`]; a full queue makes the next line wait, so no line
-    /// is dropped.
+    /// A thread of its own, in batches; a full queue
+    /// ([`batches::QUEUE_LIMIT`]) makes the next line wait, so no line is
+    /// dropped.
     Background,
 }
 
-/// Lines the background writer holds before a logging thread waits for
-/// room: at about 300 bytes a request line, some 5 MiB, several seconds of
-/// full load, enough to ride out a log collector's hiccup.
-pub const QUEUED_LINES: usize = 16_384;
-
 /// Keeps the background writer (if any) running; dropping it writes out the
-/// lines still queued, waiting for at most about a second.
+/// lines still queued.
 #[must_use = "dropping it stops the background log writer"]
 pub struct LogGuard {
-    _writer: Option<WorkerGuard>,
+    _writer: Option<batches::Writer>,
 }
 
 /// How to log: the format, the level asked for (if any) and the writer.
@@ -103,14 +100,9 @@ impl Logging {
         let (writer, guard) = match self.writer {
             LogWriter::Inline => (BoxMakeWriter::new(std::io::stderr), None),
             LogWriter::Background => {
-                let (writer, guard) = NonBlockingBuilder::default()
-                    .lossy(false)
-                    .buffered_lines_limit(QUEUED_LINES)
-                    .thread_name("log-writer")
-                    // Buffered: the writer drains what is queued, then
-                    // flushes, so a burst of lines is one write.
-                    .finish(std::io::BufWriter::new(std::io::stderr()));
-                (BoxMakeWriter::new(writer), Some(guard))
+                let (sink, writer) = batches::start()
+                    .map_err(|error| format!("cannot start the log writer: {error}"))?;
+                (BoxMakeWriter::new(sink), Some(writer))
             }
         };
         let builder = tracing_subscriber::fmt()
