@@ -765,3 +765,13 @@ pub fn assert_outage_answers(
         "still failing after recovery: {timeline:?}"
     );
 }
+
+/// A project body counter of the page memories, as `/metrics` shows it
+/// (the process's own: nextest runs each test in a process of its own).
+pub fn page_bodies(from: &str) -> f64 {
+    let series = format!("proxydeck_db_page_bodies_total{{from=\"{from}\"}} ");
+    proxydeck::metrics::render(&[])
+        .lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .map_or(0.0, |value| value.parse().unwrap())
+}

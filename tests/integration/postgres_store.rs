@@ -318,15 +318,6 @@ async fn hosts_are_tried_in_turn_and_a_read_only_server_is_refused_when_asked() 
     assert!(!text.contains("does not allow writes"), "{text}");
 }
 
-/// A project body counter of the page memory, as `/metrics` shows it.
-fn page_bodies(from: &str) -> f64 {
-    let series = format!("proxydeck_db_page_bodies_total{{from=\"{from}\"}} ");
-    proxydeck::metrics::render(&[])
-        .lines()
-        .find_map(|line| line.strip_prefix(&series))
-        .map_or(0.0, |value| value.parse().unwrap())
-}
-
 /// A page read again comes from the instance's memory, but for what
 /// changed: PostgreSQL sends the changed row's body, not the others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

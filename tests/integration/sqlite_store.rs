@@ -1,8 +1,12 @@
 //! What only the embedded store does: its file can disappear from under
 //! the service (a volume unmounted, a restore under way). Requests then get
-//! 503 promptly and the service serves again once the file is back.
+//! 503 promptly and the service serves again once the file is back. And a
+//! page read again while nothing committed comes from memory.
 
 use std::time::{Duration, Instant};
+
+use proxydeck::domain::pagination::{Direction, PageRequest};
+use proxydeck::store::ProjectsQuery;
 
 use crate::helpers::*;
 
@@ -78,4 +82,70 @@ async fn a_mistyped_token_is_refused_without_asking_the_store() {
         .await;
     assert_eq!(status, 401, "{body}");
     app.bring_store_back(moved);
+}
+
+/// A page read again while nothing committed comes from memory; a commit
+/// by anyone else (here a plain SQLite connection, as the `sqlite3` shell
+/// would make) is seen by the next read, and so is one in the middle of
+/// a walk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_comes_from_memory_until_anything_commits() {
+    let store = TestStore::new(Backend::Sqlite).await;
+    let mut lines = vec![org(1), user("u1", &[1])];
+    lines.extend((0..5).map(|i| project(&format!("p{i}"), 1, i)));
+    seed(store.store.as_ref(), lines).await.unwrap();
+    let read = || async {
+        let page = store
+            .store
+            .list_projects(ProjectsQuery {
+                organizations: [org_id(1)].into(),
+                page: PageRequest {
+                    start_key: None,
+                    direction: Direction::Desc,
+                    limit: 3,
+                },
+            })
+            .await
+            .unwrap();
+        String::from_utf8(page.joined).unwrap()
+    };
+    // First sighting, then kept, then from memory.
+    let first = read().await;
+    read().await;
+    let memory = page_bodies("memory");
+    assert_eq!(read().await, first);
+    assert_eq!(page_bodies("memory") - memory, 3.0, "not from memory");
+
+    let by_hand = rusqlite::Connection::open(&store.path).unwrap();
+    let changed = by_hand
+        .execute(
+            "UPDATE projects SET body = replace(body, '\"description\":\"\"', \
+             '\"description\":\"by hand\"') WHERE id = 'p3'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let (memory, file) = (page_bodies("memory"), page_bodies("database"));
+    let after = read().await;
+    assert!(after.contains("by hand"), "{after}");
+    assert_eq!(
+        page_bodies("memory"),
+        memory,
+        "a page from before the commit"
+    );
+    assert_eq!(page_bodies("database") - file, 3.0);
+    // Nothing committed since: from memory again, with the change.
+    assert_eq!(read().await, after);
+    assert_eq!(page_bodies("memory") - memory, 3.0);
+
+    // A commit that touches no project still counts: pages are read again.
+    by_hand
+        .execute(
+            "UPDATE users SET email = 'new@example.com' WHERE id = 'u1'",
+            [],
+        )
+        .unwrap();
+    let file = page_bodies("database");
+    assert_eq!(read().await, after);
+    assert_eq!(page_bodies("database") - file, 3.0);
 }

@@ -19,6 +19,7 @@ mod export;
 mod import;
 mod listings;
 mod page_memory;
+mod recent_pages;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -38,6 +39,8 @@ use crate::domain::import::{ImportBatch, ImportError, ObjectCounts};
 use crate::domain::pagination::Page;
 use crate::domain::token::TokenDigest;
 pub use page_memory::PageMemory;
+pub use recent_pages::CommitMark;
+use recent_pages::{Recalled, RecentPages};
 
 /// A statement parameter: the few types the schema uses. Nulls are typed,
 /// as PostgreSQL needs.
@@ -137,6 +140,12 @@ pub trait Driver: Send + Sync + 'static {
 
     /// How the driver's connection pools are used now ([`Store::pool_use`]).
     fn pool_use(&self) -> Vec<PoolUse>;
+
+    /// Where the database's commits are now, told without a transaction;
+    /// `None` when the driver cannot tell (then pages are always read).
+    fn commit_mark(&self) -> Option<CommitMark> {
+        None
+    }
 }
 
 /// Runs `work` to its end on a thread of tokio's blocking pool, on the
@@ -243,14 +252,26 @@ pub struct SqlStore<D: Driver> {
     /// Bound on one request's store work (checkout and queries): past it the
     /// request fails as unavailable instead of hanging.
     request_timeout: Duration,
+    /// Pages of projects kept while nothing commits, when the driver can
+    /// tell ([`Driver::commit_mark`]).
+    recent_pages: Option<RecentPages>,
 }
 
 impl<D: Driver> SqlStore<D> {
     pub fn new(driver: D, request_timeout: Duration) -> Self {
+        let recent_pages = driver.commit_mark().map(|_| RecentPages::default());
         Self {
             driver: Arc::new(driver),
             request_timeout,
+            recent_pages,
         }
+    }
+
+    async fn read_projects(&self, query: ProjectsQuery) -> Result<JsonPage, StoreError> {
+        self.read("list_projects", query, |db, query| {
+            Box::pin(listings::projects(db, query))
+        })
+        .await
     }
 
     /// Runs a request's read, bounded in time. One that fails as
@@ -378,10 +399,25 @@ impl<D: Driver> Store for SqlStore<D> {
     }
 
     async fn list_projects(&self, query: ProjectsQuery) -> Result<JsonPage, StoreError> {
-        self.read("list_projects", query, |db, query| {
-            Box::pin(listings::projects(db, query))
-        })
-        .await
+        // The mark first: a commit during the read then moves it, and the
+        // page kept with it is never taken for a newer one.
+        let (Some(pages), Some(mark)) = (&self.recent_pages, self.driver.commit_mark()) else {
+            return self.read_projects(query).await;
+        };
+        let key = RecentPages::key(&query);
+        match pages.recall(&key, mark) {
+            Recalled::Current(page) => {
+                crate::metrics::page_bodies(page.count as u64, 0);
+                Ok(page)
+            }
+            Recalled::FirstSighting => self.read_projects(query).await,
+            Recalled::Again => {
+                let page = self.read_projects(query).await?;
+                crate::metrics::page_bodies(0, page.count as u64);
+                pages.remember(key, mark, page.clone());
+                Ok(page)
+            }
+        }
     }
 
     async fn list_api_tokens(&self, query: ApiTokensQuery) -> Result<Page<ApiToken>, StoreError> {

@@ -35,7 +35,7 @@ use twox_hash::XxHash3_64;
 
 /// How much body text is remembered, at most (least recently used pages go
 /// first).
-const CAPACITY_BYTES: u64 = 32 * 1024 * 1024;
+pub const CAPACITY_BYTES: u64 = 32 * 1024 * 1024;
 
 /// How long a page is remembered after it was last received.
 pub const REMEMBER_FOR: Duration = Duration::from_secs(300);
@@ -43,6 +43,30 @@ pub const REMEMBER_FOR: Duration = Duration::from_secs(300);
 /// Keys seen lately, as hashes in a table of this many slots (a key's hash
 /// picks its slot; a newer key takes the slot over).
 const SEEN_SLOTS: usize = 1 << 16;
+
+/// The keys of pages asked for lately: a page is worth remembering from
+/// its key's second sighting on (a client walking a long list once would
+/// pay the copies for nothing).
+pub struct SeenKeys {
+    slots: Box<[AtomicU64]>,
+}
+
+impl Default for SeenKeys {
+    fn default() -> Self {
+        Self {
+            slots: (0..SEEN_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl SeenKeys {
+    /// Notes `key`; answers whether it was seen lately.
+    pub fn seen_again(&self, key: &str) -> bool {
+        let hash = XxHash3_64::oneshot(key.as_bytes());
+        let slot = &self.slots[hash as usize % SEEN_SLOTS];
+        slot.swap(hash, Ordering::Relaxed) == hash
+    }
+}
 
 /// Appends `part` to `text`; answers where it is.
 pub fn append(text: &mut String, part: &str) -> Range<usize> {
@@ -54,7 +78,7 @@ pub fn append(text: &mut String, part: &str) -> Range<usize> {
 /// The memory of one store.
 pub struct PageMemory {
     pages: moka::sync::Cache<String, Arc<RememberedPage>>,
-    seen: Box<[AtomicU64]>,
+    seen: SeenKeys,
     /// How many times every page was forgotten.
     era: AtomicU64,
 }
@@ -141,10 +165,9 @@ impl PageMemory {
             })
             .time_to_live(remember_for)
             .build();
-        let seen = (0..SEEN_SLOTS).map(|_| AtomicU64::new(0)).collect();
         Self {
             pages,
-            seen,
+            seen: SeenKeys::default(),
             era: AtomicU64::new(0),
         }
     }
@@ -159,9 +182,7 @@ impl PageMemory {
         if let Some(page) = self.pages.get(key).filter(|page| page.era == era) {
             return Recall::Again { page, era };
         }
-        let hash = XxHash3_64::oneshot(key.as_bytes());
-        let slot = &self.seen[hash as usize % SEEN_SLOTS];
-        if slot.swap(hash, Ordering::Relaxed) == hash {
+        if self.seen.seen_again(key) {
             Recall::Again {
                 page: Arc::default(),
                 era,

@@ -15,7 +15,9 @@ use async_trait::async_trait;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
+use super::sql::{
+    Access, CommitMark, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread,
+};
 use super::{PoolUse, StoreError, StoreOptions};
 
 mod embedded {
@@ -33,9 +35,14 @@ pub async fn open(path: PathBuf, options: StoreOptions) -> anyhow::Result<SqlSto
 /// Page size of new database files.
 const PAGE_SIZE: i64 = 16 * 1024;
 
+mod commit_watch;
+
+use commit_watch::CommitWatch;
+
 pub struct SqliteDriver {
     readers: r2d2::Pool<Connector>,
     writer: r2d2::Pool<Connector>,
+    watch: Option<CommitWatch>,
 }
 
 impl SqliteDriver {
@@ -81,9 +88,14 @@ impl SqliteDriver {
                 })
                 .with_context(|| format!("cannot open connections to {shown}"))
         };
+        let watch = CommitWatch::open(path);
+        if watch.is_none() {
+            tracing::info!("the WAL index cannot be watched: every page is read from the file");
+        }
         Ok(Self {
             readers: pool(Role::Reader, options.pool_size.max(1))?,
             writer: pool(Role::Writer, 1)?,
+            watch,
         })
     }
 }
@@ -149,6 +161,10 @@ impl Driver for SqliteDriver {
             usage("reader", &self.readers),
             usage("writer", &self.writer),
         ]
+    }
+
+    fn commit_mark(&self) -> Option<CommitMark> {
+        self.watch.as_ref()?.mark()
     }
 }
 
