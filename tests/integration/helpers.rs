@@ -775,3 +775,22 @@ pub fn page_bodies(from: &str) -> f64 {
         .find_map(|line| line.strip_prefix(&series))
         .map_or(0.0, |value| value.parse().unwrap())
 }
+
+/// The items of organization 1's first page of projects (newest first,
+/// `limit` of them), as the JSON text the store joined.
+pub async fn first_page_of_org_1(
+    store: &dyn Store,
+    limit: u32,
+) -> Result<String, store::StoreError> {
+    let page = store
+        .list_projects(store::ProjectsQuery {
+            organizations: [org_id(1)].into(),
+            page: proxydeck::domain::pagination::PageRequest {
+                start_key: None,
+                direction: proxydeck::domain::pagination::Direction::Desc,
+                limit,
+            },
+        })
+        .await?;
+    Ok(String::from_utf8(page.joined).expect("stored JSON is UTF-8"))
+}

@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use proxydeck::domain::pagination::{Direction, PageRequest};
-use proxydeck::store::{self, DatabaseUrl, ProjectsQuery, StoreOptions};
+use proxydeck::store::{self, DatabaseUrl, StoreOptions};
 
 use crate::binary::*;
 use crate::helpers::*;
@@ -327,23 +326,14 @@ async fn a_page_read_again_is_served_from_memory_but_for_the_changed_row() {
     let mut lines = vec![org(1), user("u1", &[1])];
     lines.extend((0..5).map(|i| project(&format!("p{i}"), 1, i)));
     seed(store.store.as_ref(), lines).await.unwrap();
-    let read = || {
-        store.store.list_projects(ProjectsQuery {
-            organizations: [org_id(1)].into(),
-            page: PageRequest {
-                start_key: None,
-                direction: Direction::Desc,
-                limit: 3,
-            },
-        })
-    };
+    let read = || first_page_of_org_1(store.store.as_ref(), 3);
     let (memory, database) = (page_bodies("memory"), page_bodies("database"));
     // Seen once: read the plain way. Seen again: remembered (the three
     // rows and the one after them, all sent). Then: all from memory.
     let first = read().await.unwrap();
     read().await.unwrap();
     let third = read().await.unwrap();
-    assert_eq!(third.joined, first.joined);
+    assert_eq!(third, first);
     assert!(
         page_bodies("memory") - memory >= 4.0,
         "nothing came from memory"
@@ -355,11 +345,7 @@ async fn a_page_read_again_is_served_from_memory_but_for_the_changed_row() {
     seed(store.store.as_ref(), vec![changed]).await.unwrap();
     let (memory, database) = (page_bodies("memory"), page_bodies("database"));
     let after = read().await.unwrap();
-    assert!(
-        String::from_utf8(after.joined)
-            .unwrap()
-            .contains("\"changed\"")
-    );
+    assert!(after.contains("\"changed\""), "{after}");
     assert!(
         page_bodies("database") - database >= 1.0,
         "the change was not sent"
@@ -391,19 +377,9 @@ async fn pages_remembered_from_one_server_are_not_trusted_on_another() {
     seed(first.store.as_ref(), with_description("first server"))
         .await
         .unwrap();
-    let read = || {
-        first.store.list_projects(ProjectsQuery {
-            organizations: [org_id(1)].into(),
-            page: PageRequest {
-                start_key: None,
-                direction: Direction::Desc,
-                limit: 5,
-            },
-        })
-    };
-    let text_of = |page: store::JsonPage| String::from_utf8(page.joined).unwrap();
+    let read = || first_page_of_org_1(first.store.as_ref(), 5);
     for _ in 0..3 {
-        assert!(text_of(read().await.unwrap()).contains("first server"));
+        assert!(read().await.unwrap().contains("first server"));
     }
     let xmin_before = xmin_of_p1(&server.cluster.url());
 
@@ -423,7 +399,7 @@ async fn pages_remembered_from_one_server_are_not_trusted_on_another() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let page = loop {
         match read().await {
-            Ok(page) => break text_of(page),
+            Ok(page) => break page,
             Err(_) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }

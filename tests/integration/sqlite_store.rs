@@ -5,9 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use proxydeck::domain::pagination::{Direction, PageRequest};
-use proxydeck::store::ProjectsQuery;
-
 use crate::helpers::*;
 
 const LISTINGS: [&str; 3] = [
@@ -94,21 +91,7 @@ async fn a_page_comes_from_memory_until_anything_commits() {
     let mut lines = vec![org(1), user("u1", &[1])];
     lines.extend((0..5).map(|i| project(&format!("p{i}"), 1, i)));
     seed(store.store.as_ref(), lines).await.unwrap();
-    let read = || async {
-        let page = store
-            .store
-            .list_projects(ProjectsQuery {
-                organizations: [org_id(1)].into(),
-                page: PageRequest {
-                    start_key: None,
-                    direction: Direction::Desc,
-                    limit: 3,
-                },
-            })
-            .await
-            .unwrap();
-        String::from_utf8(page.joined).unwrap()
-    };
+    let read = || async { first_page_of_org_1(store.store.as_ref(), 3).await.unwrap() };
     // First sighting, then kept, then from memory.
     let first = read().await;
     read().await;

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::page_memory::{Era, Recall, RememberedPage, RowSpans, append};
+use super::page_memory::{Era, Recall, RememberedPage, RowSpans, append, page_key};
 use super::{Db, PageMemory, Param, Row, exists, query_all, query_opt, transaction};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::pagination::{Direction, Page, PageRequest, merge_ordered};
@@ -65,11 +65,7 @@ pub(super) async fn projects(
         // key from the end of the list: the general read below tells.
         let memory = db.page_memory();
         let recall = memory.as_ref().map(|memory| {
-            // Debug quotes the texts: no two requests share a key by accident.
-            let key = format!(
-                "{:?}",
-                (organization, &page.start_key, page.direction, page.limit)
-            );
+            let key = page_key(query);
             let recall = memory.recall(&key);
             (memory, key, recall)
         });

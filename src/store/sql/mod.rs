@@ -404,7 +404,7 @@ impl<D: Driver> Store for SqlStore<D> {
         let (Some(pages), Some(mark)) = (&self.recent_pages, self.driver.commit_mark()) else {
             return self.read_projects(query).await;
         };
-        let key = RecentPages::key(&query);
+        let key = page_memory::page_key(&query);
         match pages.recall(&key, mark) {
             Recalled::Current(page) => {
                 crate::metrics::page_bodies(page.count as u64, 0);

@@ -33,6 +33,8 @@ use std::time::Duration;
 
 use twox_hash::XxHash3_64;
 
+use crate::store::ProjectsQuery;
+
 /// How much body text is remembered, at most (least recently used pages go
 /// first).
 pub const CAPACITY_BYTES: u64 = 32 * 1024 * 1024;
@@ -66,6 +68,21 @@ impl SeenKeys {
         let slot = &self.slots[hash as usize % SEEN_SLOTS];
         slot.swap(hash, Ordering::Relaxed) == hash
     }
+}
+
+/// The key of a page of projects in a memory: everything that decides its
+/// content. Debug quotes the texts: no two queries share a key by accident.
+pub fn page_key(query: &ProjectsQuery) -> String {
+    let page = &query.page;
+    format!(
+        "{:?}",
+        (
+            &query.organizations,
+            &page.start_key,
+            page.direction,
+            page.limit
+        )
+    )
 }
 
 /// Appends `part` to `text`; answers where it is.

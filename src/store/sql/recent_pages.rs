@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::page_memory::{CAPACITY_BYTES, REMEMBER_FOR, SeenKeys};
-use crate::store::{JsonPage, ProjectsQuery};
+use crate::store::JsonPage;
 
 /// The state of a database's commits at one moment: equal marks, no
 /// commit in between.
@@ -63,21 +63,6 @@ impl Default for RecentPages {
 }
 
 impl RecentPages {
-    /// The key of a page: everything that decides its content.
-    pub fn key(query: &ProjectsQuery) -> String {
-        // Debug quotes the texts: no two queries share a key by accident.
-        let page = &query.page;
-        format!(
-            "{:?}",
-            (
-                &query.organizations,
-                &page.start_key,
-                page.direction,
-                page.limit
-            )
-        )
-    }
-
     /// The page kept under `key` if nothing committed since it was read
     /// (the database is at `now`); notes that `key` was asked for.
     pub fn recall(&self, key: &str, now: CommitMark) -> Recalled {
