@@ -39,6 +39,7 @@ pub const TOKEN_CACHE_HITS: &str = "proxydeck_token_cache_hits_total";
 pub const TOKEN_CACHE_MISSES: &str = "proxydeck_token_cache_misses_total";
 pub const RATE_LIMIT_REJECTIONS: &str = "proxydeck_rate_limit_rejections_total";
 pub const PAGE_BODIES: &str = "proxydeck_db_page_bodies_total";
+pub const SHARED_READS: &str = "proxydeck_db_shared_reads_total";
 pub const HTTP_CONNECTIONS: &str = "proxydeck_http_connections";
 pub const HTTP_CONNECTIONS_LIMIT: &str = "proxydeck_http_connections_limit";
 pub const HTTP_CONNECTION_LIMIT_REACHED: &str = "proxydeck_http_connection_limit_reached_total";
@@ -105,14 +106,18 @@ fn recorder() -> &'static Recorder {
         }
         // Registered now, at zero, so that dashboards and alerts see them
         // before the first event.
-        Recorder {
+        let recorder = Recorder {
             prometheus,
             token_cache_hits: counter!(TOKEN_CACHE_HITS),
             token_cache_misses: counter!(TOKEN_CACHE_MISSES),
             rate_limit_rejections: counter!(RATE_LIMIT_REJECTIONS),
             page_bodies_from_memory: counter!(PAGE_BODIES, "from" => "memory"),
             page_bodies_from_database: counter!(PAGE_BODIES, "from" => "database"),
+        };
+        for operation in ["list_projects", "list_api_tokens", "list_proxy_settings"] {
+            counter!(SHARED_READS, "operation" => operation).increment(0);
         }
+        recorder
     })
 }
 
@@ -158,7 +163,11 @@ fn describe() {
     );
     describe_counter!(
         PAGE_BODIES,
-        "Project bodies of pages read with PostgreSQL's page memory, by where they came from (memory, database)."
+        "Project bodies of pages read with a page memory, by where they came from (memory, database)."
+    );
+    describe_counter!(
+        SHARED_READS,
+        "Listing reads answered by a statement another identical read, asked for at the same time, sent; by operation."
     );
     describe_gauge!(
         HTTP_CONNECTIONS,
@@ -280,6 +289,12 @@ pub fn page_bodies(from_memory: u64, from_database: u64) {
     let recorder = recorder();
     recorder.page_bodies_from_memory.increment(from_memory);
     recorder.page_bodies_from_database.increment(from_database);
+}
+
+/// A read of `operation` answered by a statement another read sent (an
+/// identical read asked for at the same time).
+pub fn shared_read(operation: &'static str) {
+    counter!(SHARED_READS, "operation" => operation).increment(1);
 }
 
 /// A request refused by the per-token rate limit: the limiter calls this

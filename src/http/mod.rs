@@ -201,11 +201,7 @@ pub fn list_response(url: &str, page: JsonPage) -> Response {
         push_json_string(&mut head, key);
     }
     head.extend_from_slice(br#","data":["#);
-    let chunks = [
-        Bytes::from(head),
-        Bytes::from(page.joined),
-        Bytes::from_static(b"]}"),
-    ];
+    let chunks = [Bytes::from(head), page.joined, Bytes::from_static(b"]}")];
     let tag = conditional::entity_tag(&[&chunks[0], &chunks[1], &chunks[2]]);
     tagged(
         json_body(StatusCode::OK, Body::new(Chunks(chunks.into()))),
@@ -296,6 +292,7 @@ async fn enforce_limits(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::JsonPageWriter;
     use serde_json::{Value, json};
 
     async fn body_of(response: Response) -> Value {
@@ -307,14 +304,12 @@ mod tests {
 
     #[tokio::test]
     async fn the_hand_written_envelope_is_the_envelope() {
-        let mut page = JsonPage {
-            has_more: true,
-            ..JsonPage::default()
-        };
+        let mut page = JsonPageWriter::default();
+        page.has_more = true;
         for item in [r#"{"a":1}"#, r#"{"b":"\u00e9\"x"}"#] {
             page.push_ready("k\"1", item.as_bytes());
         }
-        let response = list_response("/v1/p\"q", page);
+        let response = list_response("/v1/p\"q", page.finish());
         assert_eq!(
             body_of(response).await,
             json!({"object": "list", "url": "/v1/p\"q", "has_more": true, "last_key": "k\"1",

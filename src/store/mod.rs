@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use crate::domain::FieldError;
@@ -98,7 +99,7 @@ pub struct PoolUse {
 }
 
 /// How a store fails.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// The store cannot be reached or is not answering in time. The message
     /// is for the server's log only: it never holds SQL or secrets.
@@ -198,17 +199,28 @@ pub struct ProxySettingsQuery {
 /// One page of a listing whose items are stored as the JSON the listing
 /// shows: their texts, in page order, joined by commas, ready to go
 /// between `[` and `]` as they are (never parsed again, never rearranged).
+/// Cloning it shares the text: a page kept in memory, or answering several
+/// requests, is not copied for each.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JsonPage {
     /// The items' JSON objects (UTF-8), separated by commas.
-    pub joined: Vec<u8>,
+    pub joined: Bytes,
     pub count: usize,
     /// The key of the last item (an id, or a revision number).
     pub last_key: Option<String>,
     pub has_more: bool,
 }
 
-impl JsonPage {
+/// A [`JsonPage`] being written, item after item.
+#[derive(Default)]
+pub struct JsonPageWriter {
+    joined: Vec<u8>,
+    pub count: usize,
+    last_key: Option<String>,
+    pub has_more: bool,
+}
+
+impl JsonPageWriter {
     /// Appends an item: `key` writes its key (into a buffer reused from
     /// item to item), `item` its JSON.
     pub fn push<E>(
@@ -240,6 +252,25 @@ impl JsonPage {
             },
         )
         .unwrap_or_else(|never| match never {});
+    }
+
+    /// After a page's first item: items of a list are alike in size, so
+    /// room for all `limit` at once rather than growing (and copying) the
+    /// text item by item.
+    pub fn reserve_rest(&mut self, limit: usize) {
+        if self.count == 1 {
+            let room = (self.joined.len() + 1) * limit.saturating_sub(1);
+            self.joined.reserve(room);
+        }
+    }
+
+    pub fn finish(self) -> JsonPage {
+        JsonPage {
+            joined: Bytes::from(self.joined),
+            count: self.count,
+            last_key: self.last_key,
+            has_more: self.has_more,
+        }
     }
 }
 

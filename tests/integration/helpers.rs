@@ -769,7 +769,15 @@ pub fn assert_outage_answers(
 /// A project body counter of the page memories, as `/metrics` shows it
 /// (the process's own: nextest runs each test in a process of its own).
 pub fn page_bodies(from: &str) -> f64 {
-    let series = format!("proxydeck_db_page_bodies_total{{from=\"{from}\"}} ");
+    metric(&format!(
+        "proxydeck_db_page_bodies_total{{from=\"{from}\"}}"
+    ))
+}
+
+/// A series of this process's `/metrics` (`name{labels}` as written
+/// there); 0 while absent.
+pub fn metric(series: &str) -> f64 {
+    let series = format!("{series} ");
     proxydeck::metrics::render(&[])
         .lines()
         .find_map(|line| line.strip_prefix(&series))
@@ -792,5 +800,5 @@ pub async fn first_page_of_org_1(
             },
         })
         .await?;
-    Ok(String::from_utf8(page.joined).expect("stored JSON is UTF-8"))
+    Ok(String::from_utf8(page.joined.to_vec()).expect("stored JSON is UTF-8"))
 }

@@ -366,6 +366,15 @@ async fn metrics_move_when_requests_are_made() {
             "{from}"
         );
     }
+    // Four reads one after the other: none shared a statement.
+    for operation in ["list_projects", "list_api_tokens", "list_proxy_settings"] {
+        let shared = [("operation", operation)];
+        let series: Vec<_> = after
+            .matching("proxydeck_db_shared_reads_total", &shared)
+            .collect();
+        assert_eq!(series.len(), 1, "{operation}");
+        assert_eq!(series[0].value, 0.0, "{operation}");
+    }
     let version = env!("CARGO_PKG_VERSION");
     assert_eq!(
         after.value("proxydeck_build_info", &[("version", version)]),

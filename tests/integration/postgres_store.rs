@@ -3,6 +3,7 @@
 //! store.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proxydeck::store::{self, DatabaseUrl, StoreOptions};
@@ -354,6 +355,92 @@ async fn a_page_read_again_is_served_from_memory_but_for_the_changed_row() {
         page_bodies("memory") - memory >= 3.0,
         "the unchanged rows were sent again"
     );
+}
+
+/// Identical reads that arrive while a statement for them is out share
+/// the next statement. Here the first read's statement waits on a lock
+/// held by a transaction that changes a row; five identical reads arrive
+/// meanwhile and send nothing (one statement waits on the lock, not six);
+/// once the change commits, the five get one statement's answer, which
+/// shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_reads_at_the_same_time_share_one_statement() {
+    require!(Backend::Postgres);
+    let store = Arc::new(TestStore::new(Backend::Postgres).await);
+    let mut lines = vec![org(1), user("u1", &[1])];
+    lines.extend((0..5).map(|i| project(&format!("p{i}"), 1, i)));
+    seed(store.store.as_ref(), lines).await.unwrap();
+    let url = store.database_arg();
+    let waiting_on_lock = {
+        let url = url.clone();
+        move || {
+            postgres_count(
+                &url,
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'projects'::regclass",
+            )
+        }
+    };
+    let statements =
+        || metric("proxydeck_store_query_duration_seconds_count{operation=\"list_projects\"}");
+    let shared = || metric("proxydeck_db_shared_reads_total{operation=\"list_projects\"}");
+    let (statements_before, shared_before) = (statements(), shared());
+
+    let (locked, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+    let holder = std::thread::spawn({
+        let url = url.clone();
+        let (locked, release) = (locked.0, release.1);
+        move || {
+            let mut client =
+                postgres::Client::connect(&url, postgres::NoTls).expect("PostgreSQL answers");
+            let mut transaction = client.transaction().unwrap();
+            transaction
+                .batch_execute(
+                    "LOCK TABLE projects IN ACCESS EXCLUSIVE MODE;
+                     UPDATE projects SET body = replace(body, '\"slug\":\"p3\"', '\"slug\":\"changed\"')
+                      WHERE id = 'p3'",
+                )
+                .unwrap();
+            locked.send(()).unwrap();
+            release.recv().unwrap();
+            transaction.commit().unwrap();
+        }
+    });
+    locked.1.recv().unwrap();
+    let read = || {
+        let store = store.clone();
+        tokio::spawn(async move { first_page_of_org_1(store.store.as_ref(), 3).await })
+    };
+    let first = read();
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while waiting_on_lock() < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the first read never reached the lock"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let later: Vec<_> = (0..5).map(|_| read()).collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        waiting_on_lock(),
+        1,
+        "the later reads sent statements of their own"
+    );
+    release.0.send(()).unwrap();
+    holder.join().unwrap();
+    first.await.unwrap().unwrap();
+    let mut answers = Vec::new();
+    for read in later {
+        answers.push(read.await.unwrap().unwrap());
+    }
+    assert!(answers[0].contains("\"changed\""), "{}", answers[0]);
+    assert!(answers.iter().all(|answer| *answer == answers[0]));
+    assert_eq!(
+        statements() - statements_before,
+        2.0,
+        "one statement for the first read, one for the five"
+    );
+    assert_eq!(shared() - shared_before, 5.0);
 }
 
 /// The remembered pages are forgotten when the connection is made again:

@@ -13,7 +13,8 @@ use crate::domain::pagination::{Direction, Page, PageRequest, merge_ordered};
 use crate::domain::time::Timestamp;
 use crate::domain::token::TokenDigest;
 use crate::store::{
-    ApiTokensQuery, JsonPage, ProjectsQuery, ProxySettingsQuery, StoreError, TokenGrant,
+    ApiTokensQuery, JsonPage, JsonPageWriter, ProjectsQuery, ProxySettingsQuery, StoreError,
+    TokenGrant,
 };
 
 pub(super) async fn find_token(
@@ -145,14 +146,14 @@ pub(super) async fn projects(
             lists.push(list);
         }
         let merged = merge_ordered(lists, page, |a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        let mut out = JsonPage {
+        let mut out = JsonPageWriter {
             has_more: merged.len() > page.limit as usize,
-            ..JsonPage::default()
+            ..JsonPageWriter::default()
         };
         for (_, id, json) in merged.into_iter().take(page.limit as usize) {
             out.push_ready(&id, &json);
         }
-        Ok(out)
+        Ok(out.finish())
     })
 }
 
@@ -225,7 +226,7 @@ async fn remembering_projects_page(
         Remembered(usize),
         Fresh(RowSpans),
     }
-    let mut out = JsonPage::default();
+    let mut out = JsonPageWriter::default();
     let mut sources = Vec::with_capacity(page.fetch_count());
     let mut fresh = String::new();
     db.query(sql, &params, &mut |row| {
@@ -255,7 +256,7 @@ async fn remembering_projects_page(
                 Source::Fresh([_, _, body]) => &fresh[body.clone()],
             };
             out.push_ready(id, body.as_bytes());
-            reserve_rest_of_page(&mut out, page);
+            out.reserve_rest(page.limit as usize);
         } else {
             out.has_more = true;
         }
@@ -292,7 +293,7 @@ async fn remembering_projects_page(
             .collect();
         memory.remember(key, RememberedPage::new(fresh, spans), era);
     }
-    Ok(Some(out))
+    Ok(Some(out.finish()))
 }
 
 pub(super) async fn api_tokens(
@@ -476,28 +477,18 @@ async fn json_page(
     body: usize,
     key: impl Fn(&dyn Row, &mut String) -> Result<(), StoreError> + Send + Sync,
 ) -> Result<JsonPage, StoreError> {
-    let mut out = JsonPage::default();
+    let mut out = JsonPageWriter::default();
     db.query(sql, params, &mut |row| {
         if out.count == page.limit as usize {
             out.has_more = true;
             return Ok(false);
         }
         out.push(|k| key(row, k), |joined| row.append_bytes(body, joined))?;
-        reserve_rest_of_page(&mut out, page);
+        out.reserve_rest(page.limit as usize);
         Ok(true)
     })
     .await?;
-    Ok(out)
-}
-
-/// After a page's first item: items of a list are alike in size, so room
-/// for the whole page at once rather than growing (and copying) it item
-/// by item.
-fn reserve_rest_of_page(out: &mut JsonPage, page: &PageRequest) {
-    if out.count == 1 {
-        let room = (out.joined.len() + 1) * (page.limit as usize - 1);
-        out.joined.reserve(room);
-    }
+    Ok(out.finish())
 }
 
 /// A revision's key as the listing gives it: its decimal digits, no sign,

@@ -20,6 +20,7 @@ mod import;
 mod listings;
 mod page_memory;
 mod recent_pages;
+mod shared_reads;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ use crate::domain::token::TokenDigest;
 pub use page_memory::PageMemory;
 pub use recent_pages::CommitMark;
 use recent_pages::{Recalled, RecentPages};
+use shared_reads::SharedReads;
 
 /// A statement parameter: the few types the schema uses. Nulls are typed,
 /// as PostgreSQL needs.
@@ -255,6 +257,11 @@ pub struct SqlStore<D: Driver> {
     /// Pages of projects kept while nothing commits, when the driver can
     /// tell ([`Driver::commit_mark`]).
     recent_pages: Option<RecentPages>,
+    /// The listings' reads, identical ones at the same time sharing a
+    /// statement.
+    shared_projects: SharedReads<JsonPage>,
+    shared_api_tokens: SharedReads<Page<ApiToken>>,
+    shared_proxy_settings: SharedReads<JsonPage>,
 }
 
 impl<D: Driver> SqlStore<D> {
@@ -264,20 +271,44 @@ impl<D: Driver> SqlStore<D> {
             driver: Arc::new(driver),
             request_timeout,
             recent_pages,
+            shared_projects: SharedReads::new("list_projects"),
+            shared_api_tokens: SharedReads::new("list_api_tokens"),
+            shared_proxy_settings: SharedReads::new("list_proxy_settings"),
         }
     }
 
     async fn read_projects(&self, query: ProjectsQuery) -> Result<JsonPage, StoreError> {
-        self.read("list_projects", query, |db, query| {
+        self.shared_read(&self.shared_projects, query, |db, query| {
             Box::pin(listings::projects(db, query))
         })
         .await
     }
 
-    /// Runs a request's read, bounded in time. One that fails as
-    /// unavailable is tried once more, on another connection, within the
-    /// same bound: a pooled connection that went stale (the database
-    /// restarted) fails only once.
+    /// A request's read ([`Self::read`]) that identical reads asked for at
+    /// the same time share (`shared_reads.rs`). Its key is everything in
+    /// the query, the caller's organizations included.
+    async fn shared_read<Q, T>(
+        &self,
+        reads: &SharedReads<T>,
+        input: Q,
+        work: Work<Q, T>,
+    ) -> Result<T, StoreError>
+    where
+        Q: std::fmt::Debug + Send + Sync + 'static,
+        T: Clone + Send + 'static,
+    {
+        let key = format!("{input:?}");
+        let (driver, timeout, operation) =
+            (self.driver.clone(), self.request_timeout, reads.operation());
+        let input = Arc::new(input);
+        reads
+            .read(key, move || {
+                bounded_read(driver.clone(), timeout, operation, input.clone(), work)
+            })
+            .await
+    }
+
+    /// Runs a request's read ([`bounded_read`]).
     async fn read<Q, T>(
         &self,
         operation: &'static str,
@@ -288,23 +319,14 @@ impl<D: Driver> SqlStore<D> {
         Q: Send + Sync + 'static,
         T: Send + 'static,
     {
-        let input = Arc::new(input);
-        let started = Instant::now();
-        let _timer = OperationTimer::start(operation);
-        let attempt = |limit| {
-            let run = self.driver.run(Access::Read, input.clone(), work);
-            async move {
-                tokio::time::timeout(limit, run).await.map_err(|_| {
-                    StoreError::Unavailable("the store did not answer in time".into())
-                })?
-            }
-        };
-        match attempt(self.request_timeout).await {
-            Err(StoreError::Unavailable(_)) if started.elapsed() < self.request_timeout => {
-                attempt(self.request_timeout.saturating_sub(started.elapsed())).await
-            }
-            result => result,
-        }
+        bounded_read(
+            self.driver.clone(),
+            self.request_timeout,
+            operation,
+            Arc::new(input),
+            work,
+        )
+        .await
     }
 
     /// Runs a write: a request's, bounded in time; an operator's, not.
@@ -342,6 +364,39 @@ impl<D: Driver> SqlStore<D> {
     {
         let _timer = OperationTimer::start(operation);
         self.driver.run(Access::Read, Arc::new(input), work).await
+    }
+}
+
+/// Runs a request's read, bounded in time by `request_timeout`. One that
+/// fails as unavailable is tried once more, on another connection, within
+/// the same bound: a pooled connection that went stale (the database
+/// restarted) fails only once.
+async fn bounded_read<D: Driver, Q, T>(
+    driver: Arc<D>,
+    request_timeout: Duration,
+    operation: &'static str,
+    input: Arc<Q>,
+    work: Work<Q, T>,
+) -> Result<T, StoreError>
+where
+    Q: Send + Sync + 'static,
+    T: Send + 'static,
+{
+    let started = Instant::now();
+    let _timer = OperationTimer::start(operation);
+    let attempt = |limit| {
+        let run = driver.run(Access::Read, input.clone(), work);
+        async move {
+            tokio::time::timeout(limit, run)
+                .await
+                .map_err(|_| StoreError::Unavailable("the store did not answer in time".into()))?
+        }
+    };
+    match attempt(request_timeout).await {
+        Err(StoreError::Unavailable(_)) if started.elapsed() < request_timeout => {
+            attempt(request_timeout.saturating_sub(started.elapsed())).await
+        }
+        result => result,
     }
 }
 
@@ -421,14 +476,14 @@ impl<D: Driver> Store for SqlStore<D> {
     }
 
     async fn list_api_tokens(&self, query: ApiTokensQuery) -> Result<Page<ApiToken>, StoreError> {
-        self.read("list_api_tokens", query, |db, query| {
+        self.shared_read(&self.shared_api_tokens, query, |db, query| {
             Box::pin(listings::api_tokens(db, query))
         })
         .await
     }
 
     async fn list_proxy_settings(&self, query: ProxySettingsQuery) -> Result<JsonPage, StoreError> {
-        self.read("list_proxy_settings", query, |db, query| {
+        self.shared_read(&self.shared_proxy_settings, query, |db, query| {
             Box::pin(listings::proxy_settings(db, query))
         })
         .await

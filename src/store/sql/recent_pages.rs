@@ -50,7 +50,7 @@ impl Default for RecentPages {
         let pages = moka::sync::Cache::builder()
             .max_capacity(CAPACITY_BYTES)
             .weigher(|key: &String, marked: &Arc<MarkedPage>| {
-                let bytes = key.len() + marked.page.joined.capacity() + 128;
+                let bytes = key.len() + marked.page.joined.len() + 128;
                 u32::try_from(bytes).unwrap_or(u32::MAX)
             })
             .time_to_live(REMEMBER_FOR)
@@ -90,9 +90,9 @@ mod tests {
     use super::*;
 
     fn page(text: &str) -> JsonPage {
-        let mut page = JsonPage::default();
+        let mut page = crate::store::JsonPageWriter::default();
         page.push_ready("p1", text.as_bytes());
-        page
+        page.finish()
     }
 
     #[test]
