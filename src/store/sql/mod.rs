@@ -302,7 +302,7 @@ impl<D: Driver> SqlStore<D> {
             (self.driver.clone(), self.request_timeout, reads.operation());
         let input = Arc::new(input);
         reads
-            .read(key, move || {
+            .read(key, timeout, move || {
                 bounded_read(driver.clone(), timeout, operation, input.clone(), work)
             })
             .await
@@ -344,9 +344,7 @@ impl<D: Driver> SqlStore<D> {
         let _timer = OperationTimer::start(operation);
         let run = self.driver.run(Access::Write, Arc::new(input), work);
         match bound {
-            Bound::Request => tokio::time::timeout(self.request_timeout, run)
-                .await
-                .map_err(|_| StoreError::Unavailable("the store did not answer in time".into()))?,
+            Bound::Request => within(self.request_timeout, run).await,
             Bound::Unbounded => run.await,
         }
     }
@@ -384,20 +382,23 @@ where
 {
     let started = Instant::now();
     let _timer = OperationTimer::start(operation);
-    let attempt = |limit| {
-        let run = driver.run(Access::Read, input.clone(), work);
-        async move {
-            tokio::time::timeout(limit, run)
-                .await
-                .map_err(|_| StoreError::Unavailable("the store did not answer in time".into()))?
-        }
-    };
+    let attempt = |limit| within(limit, driver.run(Access::Read, input.clone(), work));
     match attempt(request_timeout).await {
         Err(StoreError::Unavailable(_)) if started.elapsed() < request_timeout => {
             attempt(request_timeout.saturating_sub(started.elapsed())).await
         }
         result => result,
     }
+}
+
+/// The result of `work`, or unavailable once `bound` has passed.
+async fn within<T>(
+    bound: Duration,
+    work: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(bound, work)
+        .await
+        .map_err(|_| StoreError::Unavailable("the store did not answer in time".into()))?
 }
 
 /// Records how long a store operation took when dropped: on success, on

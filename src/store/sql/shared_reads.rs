@@ -23,10 +23,12 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::sync::oneshot;
 
+use super::within;
 use crate::store::StoreError;
 
 type Answer<T> = Result<T, StoreError>;
@@ -61,8 +63,10 @@ impl<T: Clone + Send + 'static> SharedReads<T> {
     }
 
     /// The answer of `statement` for `key` (everything that decides the
-    /// answer), from a statement sent after this call began.
-    pub async fn read<S, F>(&self, key: String, statement: S) -> Answer<T>
+    /// answer), from a statement sent after this call began. A read that
+    /// waits for another's statement waits `bound` at most, the bound of
+    /// its own statement.
+    pub async fn read<S, F>(&self, key: String, bound: Duration, statement: S) -> Answer<T>
     where
         S: Fn() -> F + Send + 'static,
         F: Future<Output = Answer<T>> + Send + 'static,
@@ -70,11 +74,14 @@ impl<T: Clone + Send + 'static> SharedReads<T> {
         match self.join(key) {
             Joined::Next(answer) => {
                 crate::metrics::shared_read(self.operation);
-                answer.await.unwrap_or_else(|_| {
-                    Err(StoreError::Internal(
-                        "a shared read ended without an answer".into(),
-                    ))
+                within(bound, async {
+                    answer.await.unwrap_or_else(|_| {
+                        Err(StoreError::Internal(
+                            "a shared read ended without an answer".into(),
+                        ))
+                    })
                 })
+                .await
             }
             Joined::First(key) => {
                 let mut statements = Statements {
@@ -142,15 +149,8 @@ impl<T: Clone + Send + 'static> Statements<T> {
         let Some(statement) = self.statement.take() else {
             return;
         };
-        let next = {
-            let mut waiting = lock(&self.waiting);
-            match waiting.get_mut(&self.key).map(std::mem::take) {
-                Some(next) if !next.is_empty() => next,
-                _ => {
-                    waiting.remove(&self.key);
-                    return;
-                }
-            }
+        let Some(next) = self.take_next() else {
+            return;
         };
         let statements = Statements {
             waiting: self.waiting.clone(),
@@ -177,16 +177,28 @@ impl<T: Clone + Send + 'static> Statements<T> {
             if let Some(waiter) = last {
                 let _ = waiter.send(answer);
             }
-            let mut waiting = lock(&self.waiting);
-            match waiting.get_mut(&self.key).map(std::mem::take) {
-                Some(next) if !next.is_empty() => batch = next,
-                _ => {
-                    waiting.remove(&self.key);
+            match self.take_next() {
+                Some(next) => batch = next,
+                None => {
                     self.statement = None;
                     return;
                 }
             }
         }
+    }
+
+    /// The reads still waiting for the next statement; `None`, and the key
+    /// freed, when there are none (those whose callers gave up or went
+    /// away do not count).
+    fn take_next(&self) -> Option<Vec<Waiter<T>>> {
+        let mut waiting = lock(&self.waiting);
+        let mut next = waiting.get_mut(&self.key).map(std::mem::take)?;
+        next.retain(|waiter| !waiter.is_closed());
+        if next.is_empty() {
+            waiting.remove(&self.key);
+            return None;
+        }
+        Some(next)
     }
 
     /// Frees the key; answers the reads that were waiting.
@@ -244,6 +256,12 @@ mod tests {
 
         /// A read of `key`, on a task of its own.
         fn read(&self, key: &str) -> JoinHandle<Answer<u64>> {
+            self.read_within(key, Duration::from_secs(60))
+        }
+
+        /// A read of `key` that waits `bound` at most for another's
+        /// statement.
+        fn read_within(&self, key: &str, bound: Duration) -> JoinHandle<Answer<u64>> {
             let (reads, database, key) = (self.reads.clone(), self.database.clone(), key.into());
             tokio::spawn(async move {
                 let statement = move || {
@@ -260,7 +278,7 @@ mod tests {
                         Ok(seen)
                     }
                 };
-                reads.read(key, statement).await
+                reads.read(key, bound, statement).await
             })
         }
 
@@ -354,5 +372,24 @@ mod tests {
         let third = test.read("k");
         test.finish(1);
         assert_eq!(third.await.unwrap().unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_read_waits_for_another_statement_no_longer_than_its_bound() {
+        let test = Test::new();
+        let first = test.read("k");
+        test.until_statements(1).await;
+        let impatient = test.read_within("k", Duration::from_millis(20));
+        let failed = impatient.await.unwrap();
+        assert!(
+            matches!(failed, Err(StoreError::Unavailable(_))),
+            "{failed:?}"
+        );
+        test.finish(2);
+        assert_eq!(first.await.unwrap().unwrap(), 0);
+        // Nobody waits any more: no statement is sent for the read that
+        // gave up.
+        assert_eq!(test.statements(), 1);
+        assert!(test.all_keys_free());
     }
 }
