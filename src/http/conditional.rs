@@ -9,7 +9,9 @@
 //! XXH3-64 of the body's bytes (twox-hash, which picks AVX2 at run time
 //! where the CPU has it: about a microsecond for a full page); weak
 //! comparison (RFC 9110, section 8.8.3.2) is what
-//! `If-None-Match` uses anyway.
+//! `If-None-Match` uses anyway. A page of stored items is tagged by its
+//! envelope and the XXH3-64 of its items, computed once when the page is
+//! read: a page answered again from memory is not hashed again.
 
 use std::hash::Hasher as _;
 

@@ -201,14 +201,24 @@ pub struct ProxySettingsQuery {
 /// between `[` and `]` as they are (never parsed again, never rearranged).
 /// Cloning it shares the text: a page kept in memory, or answering several
 /// requests, is not copied for each.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonPage {
     /// The items' JSON objects (UTF-8), separated by commas.
     pub joined: Bytes,
+    /// XXH3-64 of `joined`: the items' part of the page's entity tag,
+    /// computed once however often the page is answered.
+    pub digest: u64,
     pub count: usize,
     /// The key of the last item (an id, or a revision number).
     pub last_key: Option<String>,
     pub has_more: bool,
+}
+
+impl Default for JsonPage {
+    /// No items.
+    fn default() -> Self {
+        JsonPageWriter::default().finish()
+    }
 }
 
 /// A [`JsonPage`] being written, item after item.
@@ -266,6 +276,7 @@ impl JsonPageWriter {
 
     pub fn finish(self) -> JsonPage {
         JsonPage {
+            digest: twox_hash::XxHash3_64::oneshot(&self.joined),
             joined: Bytes::from(self.joined),
             count: self.count,
             last_key: self.last_key,
