@@ -106,18 +106,14 @@ fn recorder() -> &'static Recorder {
         }
         // Registered now, at zero, so that dashboards and alerts see them
         // before the first event.
-        let recorder = Recorder {
+        Recorder {
             prometheus,
             token_cache_hits: counter!(TOKEN_CACHE_HITS),
             token_cache_misses: counter!(TOKEN_CACHE_MISSES),
             rate_limit_rejections: counter!(RATE_LIMIT_REJECTIONS),
             page_bodies_from_memory: counter!(PAGE_BODIES, "from" => "memory"),
             page_bodies_from_database: counter!(PAGE_BODIES, "from" => "database"),
-        };
-        for operation in ["list_projects", "list_api_tokens", "list_proxy_settings"] {
-            counter!(SHARED_READS, "operation" => operation).increment(0);
         }
-        recorder
     })
 }
 
@@ -291,10 +287,11 @@ pub fn page_bodies(from_memory: u64, from_database: u64) {
     recorder.page_bodies_from_database.increment(from_database);
 }
 
-/// A read of `operation` answered by a statement another read sent (an
-/// identical read asked for at the same time).
-pub fn shared_read(operation: &'static str) {
-    counter!(SHARED_READS, "operation" => operation).increment(1);
+/// The count of `operation`'s reads answered by a statement another read
+/// sent (an identical read asked for at the same time), shown from now on.
+pub fn shared_reads(operation: &'static str) -> Counter {
+    recorder();
+    counter!(SHARED_READS, "operation" => operation)
 }
 
 /// A request refused by the per-token rate limit: the limiter calls this

@@ -47,6 +47,8 @@ type Statement<T> = Box<dyn Fn() -> BoxFuture<'static, Answer<T>> + Send>;
 pub struct SharedReads<T> {
     operation: &'static str,
     waiting: Waiting<T>,
+    /// Reads answered by another's statement.
+    shared: ::metrics::Counter,
 }
 
 impl<T: Clone + Send + 'static> SharedReads<T> {
@@ -55,6 +57,7 @@ impl<T: Clone + Send + 'static> SharedReads<T> {
         Self {
             operation,
             waiting: Waiting::default(),
+            shared: crate::metrics::shared_reads(operation),
         }
     }
 
@@ -73,7 +76,7 @@ impl<T: Clone + Send + 'static> SharedReads<T> {
     {
         match self.join(key) {
             Joined::Next(answer) => {
-                crate::metrics::shared_read(self.operation);
+                self.shared.increment(1);
                 within(bound, async {
                     answer.await.unwrap_or_else(|_| {
                         Err(StoreError::Internal(
