@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::domain::token::{self, TokenDigest};
 use crate::metrics;
@@ -19,6 +20,9 @@ use crate::store::{Store, StoreError, TokenGrant, TokenUse};
 
 #[derive(Clone, Debug)]
 pub struct AuthOptions {
+    /// Whether authenticated tokens are cached at all (`--caches`); without
+    /// the cache every request looks its token up in the store.
+    pub cache: bool,
     /// How long an authenticated token is trusted without asking the store.
     pub cache_ttl: Duration,
     /// A token's use is noted at most once per this span...
@@ -30,6 +34,7 @@ pub struct AuthOptions {
 impl Default for AuthOptions {
     fn default() -> Self {
         Self {
+            cache: true,
             cache_ttl: Duration::from_secs(5),
             usage_granularity: Duration::from_secs(10),
             usage_flush_interval: Duration::from_secs(15),
@@ -42,8 +47,8 @@ impl Default for AuthOptions {
 pub struct Principal {
     pub token_id: String,
     pub user_id: String,
-    /// Sorted ids of the caller's organizations.
-    pub organizations: Arc<[String]>,
+    /// The caller's organizations.
+    pub organizations: OrganizationSet,
     expires_at: Option<Timestamp>,
     revoked: bool,
     /// Milliseconds of the last use noted for the store.
@@ -55,7 +60,7 @@ impl Principal {
         Self {
             token_id: grant.token_id,
             user_id: grant.user_id,
-            organizations: grant.organizations.into(),
+            organizations: grant.organizations,
             expires_at: grant.expires_at,
             revoked: grant.revoked,
             last_noted: AtomicI64::new(grant.last_used_at.map_or(i64::MIN, Timestamp::as_millis)),
@@ -63,9 +68,7 @@ impl Principal {
     }
 
     pub fn belongs_to(&self, organization_id: &str) -> bool {
-        self.organizations
-            .binary_search_by(|o| o.as_str().cmp(organization_id))
-            .is_ok()
+        self.organizations.contains_id(organization_id)
     }
 }
 
@@ -87,17 +90,20 @@ pub enum AuthError {
 
 pub struct Authenticator {
     store: Arc<dyn Store>,
-    cache: moka::sync::Cache<TokenDigest, Arc<Principal>>,
+    /// `None` when the token cache is off.
+    cache: Option<moka::sync::Cache<TokenDigest, Arc<Principal>>>,
     usage: UsageTracker,
     options: AuthOptions,
 }
 
 impl Authenticator {
     pub fn new(store: Arc<dyn Store>, options: AuthOptions) -> Self {
-        let cache = moka::sync::Cache::builder()
-            .max_capacity(100_000)
-            .time_to_live(options.cache_ttl)
-            .build();
+        let cache = options.cache.then(|| {
+            moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(options.cache_ttl)
+                .build()
+        });
         Self {
             store,
             cache,
@@ -117,7 +123,8 @@ impl Authenticator {
             return Err(AuthError::Unknown);
         }
         let digest = token::digest(secret);
-        let principal = match self.cache.get(&digest) {
+        let cached = self.cache.as_ref().and_then(|cache| cache.get(&digest));
+        let principal = match cached {
             Some(principal) => {
                 metrics::token_cache_hit();
                 principal
@@ -130,7 +137,9 @@ impl Authenticator {
                     .await?
                     .ok_or(AuthError::Unknown)?;
                 let principal = Arc::new(Principal::from_grant(grant));
-                self.cache.insert(digest, principal.clone());
+                if let Some(cache) = &self.cache {
+                    cache.insert(digest, principal.clone());
+                }
                 principal
             }
         };
@@ -263,7 +272,7 @@ mod tests {
         Principal::from_grant(TokenGrant {
             token_id: "t1".into(),
             user_id: "u1".into(),
-            organizations: vec!["a".into(), "b".into()],
+            organizations: OrganizationSet::new(vec![("a".into(), 1), ("b".into(), 2)]),
             expires_at: None,
             revoked: false,
             last_used_at: last_used.and_then(Timestamp::from_millis),

@@ -24,7 +24,7 @@ use crate::http::RequestLimits;
 use crate::http::server::ServerOptions;
 use crate::rate_limit::redis::RedisUrl;
 use crate::rate_limit::{self, Policy, RateLimitOptions};
-use crate::store::{self, DatabaseUrl, StoreOptions};
+use crate::store::{self, Caches, DatabaseUrl, StoreOptions};
 use crate::telemetry::{self, LogFormat, LogGuard, LogLevel, LogWriter, Logging};
 use config::{Failure, Parsed};
 use duration::parse_duration;
@@ -199,6 +199,11 @@ struct ServeArgs {
         value_name = "URL"
     )]
     rate_limit_redis: Option<String>,
+    /// The caches that are on: `all`, `none`, or a comma-separated list of
+    /// token, shared-reads, recent-pages (SQLite), page-memory
+    /// (PostgreSQL). Answers are the same either way; only speed differs.
+    #[arg(long, env = "PROXYDECK_CACHES", default_value = "all", value_parser = Caches::parse, value_name = "LIST")]
+    caches: Caches,
 }
 
 /// `HOST:PORT`, checked for its form only, so that `config check` and a
@@ -247,6 +252,7 @@ impl ServeArgs {
             listen: self.listen.clone(),
             admin_listen: self.admin_listen.clone(),
             auth: AuthOptions {
+                cache: self.caches.token,
                 cache_ttl: self.token_cache_ttl,
                 usage_flush_interval: self.last_used_flush_interval,
                 ..defaults.auth
@@ -369,17 +375,26 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
     let store_options = StoreOptions {
         pool_size: cli.store.db_pool_size,
         timeout: cli.store.db_timeout,
+        ..StoreOptions::default()
     };
     match cli.command {
         Command::Serve(args) => {
             let options = args.options(effective)?;
             let shutdown = shutdown_signal()?;
+            let store_options = StoreOptions {
+                caches: args.caches,
+                ..store_options
+            };
             let store = store::open(&database, &store_options).await?;
             let service = Service::bind(store, options).await?;
             service.run(shutdown).await;
             Ok(())
         }
         Command::Demo(args) => {
+            let store_options = StoreOptions {
+                caches: args.caches,
+                ..store_options
+            };
             demo::run(&database, &store_options, args.options(effective)?, &out).await
         }
         Command::Migrate => {

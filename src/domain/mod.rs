@@ -6,6 +6,7 @@ pub mod api_token;
 pub mod directory;
 pub mod ids;
 pub mod import;
+pub mod organization_set;
 pub mod pagination;
 pub mod project;
 pub mod proxy_settings;

@@ -1,30 +1,17 @@
 //! The three listings of `interface.md`.
 
-use std::sync::Arc;
-
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
-use serde::Serialize;
 
 use super::caller::Caller;
 use super::error::ApiError;
 use super::query::QueryParams;
-use super::{AppState, json_listing_response, list_response};
-use crate::domain::api_token::{self, ApiToken};
+use super::{AppState, list_response, token_list_response};
+use crate::domain::api_token;
 use crate::domain::ids;
-use crate::domain::pagination::{DEFAULT_LIMIT, DEFAULT_PROXY_SETTINGS_LIMIT, Direction};
-use crate::store::{ApiTokensQuery, ProjectsQuery, ProxySettingsQuery};
-
-/// The api_token list body: it echoes the request instead of an envelope.
-#[derive(Serialize)]
-struct ApiTokenList<'a> {
-    limit: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    start_key: Option<&'a str>,
-    order_direction: Direction,
-    data: &'a [ApiToken],
-}
+use crate::domain::pagination::{DEFAULT_LIMIT, DEFAULT_PROXY_SETTINGS_LIMIT};
+use crate::store::{ApiTokensQuery, Listing, ProjectsQuery, ProxySettingsQuery};
 
 /// `GET /v1/projects`
 pub async fn projects(
@@ -37,25 +24,25 @@ pub async fn projects(
         &["organization_id", "limit", "start_key", "order_direction"],
     )?;
     let page = params.page_request(DEFAULT_LIMIT)?;
-    let organizations: Arc<[String]> = match params.get("organization_id") {
+    let organizations = match params.get("organization_id") {
         None => caller.organizations.clone(),
         Some(raw) => {
             let id = ids::parse_organization_id(raw)
                 .ok_or_else(|| ApiError::invalid("organization_id", ids::ORGANIZATION_ID_RULE))?;
             // An organization that does not exist and one the caller is not
             // in give the same answer.
-            if !caller.belongs_to(&id) {
-                return Err(ApiError::NotFound("no such organization".into()));
-            }
-            Arc::from([id])
+            caller
+                .organizations
+                .only(&id)
+                .ok_or_else(|| ApiError::NotFound("no such organization".into()))?
         }
     };
     let result = app
         .store
-        .list_projects(ProjectsQuery {
+        .list(Listing::Projects(ProjectsQuery {
             organizations,
             page,
-        })
+        }))
         .await?;
     Ok(list_response("/v1/projects", result))
 }
@@ -76,22 +63,16 @@ pub async fn api_tokens(
     if let Some(Err(broken)) = name.map(api_token::validate_name) {
         return Err(ApiError::invalid("name", broken.message));
     }
-    let (limit, direction) = (page.limit, page.direction);
-    let start_key = page.start_key.clone();
+    let echoed = page.clone();
     let result = app
         .store
-        .list_api_tokens(ApiTokensQuery {
+        .list(Listing::ApiTokens(ApiTokensQuery {
             user_id: caller.user_id.clone(),
             name: name.map(str::to_owned),
             page,
-        })
+        }))
         .await?;
-    Ok(json_listing_response(&ApiTokenList {
-        limit,
-        start_key: start_key.as_deref(),
-        order_direction: direction,
-        data: &result.items,
-    }))
+    Ok(token_list_response(&echoed, result))
 }
 
 /// `GET /v1/projects/{id}/proxy-settings`
@@ -110,11 +91,11 @@ pub async fn proxy_settings(
     let url = format!("/v1/projects/{project_id}/proxy-settings");
     let result = app
         .store
-        .list_proxy_settings(ProxySettingsQuery {
+        .list(Listing::ProxySettings(ProxySettingsQuery {
             project_id,
             visible_to: caller.organizations.clone(),
             page,
-        })
+        }))
         .await?;
     Ok(list_response(&url, result))
 }

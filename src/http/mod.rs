@@ -30,6 +30,7 @@ use tower_http::compression::predicate::SizeAbove;
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 use crate::auth::Authenticator;
+use crate::domain::pagination::{Direction, PageRequest};
 use crate::store::{JsonPage, Store};
 pub use caller::Metering;
 use error::ApiError;
@@ -155,14 +156,6 @@ pub fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
     serialised(body, |bytes| json_body(status, Body::from(bytes)))
 }
 
-/// Serialises `body` as a listing's answer: 200, with its entity tag.
-pub fn json_listing_response(body: &impl Serialize) -> Response {
-    serialised(body, |bytes| {
-        let tag = conditional::entity_tag(&[&bytes]);
-        tagged(json_body(StatusCode::OK, Body::from(bytes)), tag)
-    })
-}
-
 /// `answer` with `body` as JSON, or a bare 500 when it cannot be written.
 fn serialised(body: &impl Serialize, answer: impl FnOnce(Vec<u8>) -> Response) -> Response {
     match serde_json::to_vec(body) {
@@ -201,6 +194,31 @@ pub fn list_response(url: &str, page: JsonPage) -> Response {
         push_json_string(&mut head, key);
     }
     head.extend_from_slice(br#","data":["#);
+    page_response(head, page)
+}
+
+/// The api_token list body: it echoes the request's `limit`, `start_key`
+/// (absent when none was given) and `order_direction` around the page's
+/// items, instead of an envelope.
+pub fn token_list_response(request: &PageRequest, page: JsonPage) -> Response {
+    let mut head = Vec::with_capacity(96);
+    head.extend_from_slice(br#"{"limit":"#);
+    head.extend_from_slice(request.limit.to_string().as_bytes());
+    if let Some(key) = &request.start_key {
+        head.extend_from_slice(br#","start_key":"#);
+        push_json_string(&mut head, key);
+    }
+    head.extend_from_slice(match request.direction {
+        Direction::Asc => br#","order_direction":"ASC","data":["#,
+        Direction::Desc => br#","order_direction":"DESC","data":["#,
+    });
+    page_response(head, page)
+}
+
+/// A listing's answer: 200, `head`, the page's items (as they came from the
+/// store: never parsed again, never copied again) and `]}`, with the
+/// answer's entity tag.
+fn page_response(head: Vec<u8>, page: JsonPage) -> Response {
     const TAIL: &[u8] = b"]}";
     // The items' digest stands for them: hashed once per page, not once
     // per answer.
@@ -322,6 +340,30 @@ mod tests {
         assert_eq!(
             body_of(empty).await,
             json!({"object": "list", "url": "/v1/projects", "has_more": false, "data": []})
+        );
+    }
+
+    #[tokio::test]
+    async fn the_hand_written_token_list_is_the_token_list() {
+        let mut page = JsonPageWriter::default();
+        page.push_ready("t1", br#"{"id":"t1"}"#);
+        let request = PageRequest {
+            start_key: Some("t\"0".into()),
+            direction: Direction::Asc,
+            limit: 7,
+        };
+        assert_eq!(
+            body_of(token_list_response(&request, page.finish())).await,
+            json!({"limit": 7, "start_key": "t\"0", "order_direction": "ASC", "data": [{"id": "t1"}]})
+        );
+        let first = PageRequest {
+            start_key: None,
+            direction: Direction::Desc,
+            limit: 20,
+        };
+        assert_eq!(
+            body_of(token_list_response(&first, JsonPage::default())).await,
+            json!({"limit": 20, "order_direction": "DESC", "data": []})
         );
     }
 }

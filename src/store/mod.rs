@@ -2,6 +2,7 @@
 //! queries and results it speaks in, and [`open`], which picks the backend
 //! from the database URL.
 
+pub mod cache;
 mod postgres;
 mod sql;
 mod sqlite;
@@ -19,11 +20,13 @@ use crate::domain::api_token::{ApiToken, TokenRecord};
 use crate::domain::directory::{Organization, User};
 use crate::domain::ids;
 use crate::domain::import::{ImportBatch, ImportError, ObjectCounts};
-use crate::domain::pagination::{Page, PageRequest};
+use crate::domain::organization_set::OrganizationSet;
+use crate::domain::pagination::PageRequest;
 use crate::domain::time::Timestamp;
 use crate::domain::token::{self, TokenDigest};
 use crate::domain::url_password;
 
+pub use cache::Caches;
 pub use sql::SqlStore;
 
 /// Everything the service keeps, behind one interface. Methods that list
@@ -38,13 +41,8 @@ pub trait Store: Send + Sync + 'static {
     /// Moves `last_used_at` forward (never backwards) for each token.
     async fn record_token_uses(&self, uses: Vec<TokenUse>) -> Result<(), StoreError>;
 
-    /// Projects of `query.organizations`, by `created_at` then `id`.
-    async fn list_projects(&self, query: ProjectsQuery) -> Result<JsonPage, StoreError>;
-    /// A user's tokens that are not revoked, by `created_at` then `id`.
-    async fn list_api_tokens(&self, query: ApiTokensQuery) -> Result<Page<ApiToken>, StoreError>;
-    /// Revisions of a project visible to the caller, by `revision`;
-    /// [`StoreError::NotFound`] when the project is unknown or invisible.
-    async fn list_proxy_settings(&self, query: ProxySettingsQuery) -> Result<JsonPage, StoreError>;
+    /// A page of a listing ([`Listing`]).
+    async fn list(&self, listing: Listing) -> Result<JsonPage, StoreError>;
 
     async fn create_organization(
         &self,
@@ -126,8 +124,8 @@ pub enum StoreError {
 pub struct TokenGrant {
     pub token_id: String,
     pub user_id: String,
-    /// Ids of the user's organizations, sorted.
-    pub organizations: Vec<String>,
+    /// The user's organizations.
+    pub organizations: OrganizationSet,
     pub expires_at: Option<Timestamp>,
     pub revoked: bool,
     pub last_used_at: Option<Timestamp>,
@@ -172,15 +170,99 @@ impl NewToken {
     }
 }
 
+/// A read of one page of a listing: everything that decides its answer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Listing {
+    /// Projects of `organizations`, by `created_at` then `id`.
+    Projects(ProjectsQuery),
+    /// A user's tokens that are not revoked, by `created_at` then `id`; each
+    /// item is an api_token object with its hint in `token`.
+    ApiTokens(ApiTokensQuery),
+    /// Revisions of a project visible to the caller, by `revision`;
+    /// [`StoreError::NotFound`] when the project is unknown or invisible.
+    ProxySettings(ProxySettingsQuery),
+}
+
+impl Listing {
+    /// The store operation's name, as metrics know it.
+    pub fn operation(&self) -> &'static str {
+        match self {
+            Self::Projects(_) => "list_projects",
+            Self::ApiTokens(_) => "list_api_tokens",
+            Self::ProxySettings(_) => "list_proxy_settings",
+        }
+    }
+}
+
+/// A [`Listing`] with its hash, computed once per request: the key every
+/// cache of the read path knows the read by.
 #[derive(Clone, Debug)]
+pub struct ListingKey {
+    listing: Listing,
+    hash: u64,
+}
+
+impl ListingKey {
+    pub fn new(listing: Listing) -> Self {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = twox_hash::XxHash3_64::default();
+        listing.hash(&mut hasher);
+        Self {
+            hash: hasher.finish(),
+            listing,
+        }
+    }
+
+    pub fn listing(&self) -> &Listing {
+        &self.listing
+    }
+
+    /// A 64-bit digest of everything in the read.
+    pub fn digest(&self) -> u64 {
+        self.hash
+    }
+}
+
+#[cfg(test)]
+impl ListingKey {
+    /// A key of its own for each `name` (a user's first page of tokens),
+    /// for tests of caches, which never look inside a key.
+    pub(crate) fn example(name: &str) -> Self {
+        Self::new(Listing::ApiTokens(ApiTokensQuery {
+            user_id: name.into(),
+            name: None,
+            page: PageRequest {
+                start_key: None,
+                direction: Default::default(),
+                limit: 20,
+            },
+        }))
+    }
+}
+
+impl PartialEq for ListingKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.listing == other.listing
+    }
+}
+
+impl Eq for ListingKey {}
+
+impl std::hash::Hash for ListingKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ProjectsQuery {
     /// The organizations whose projects make the list; already narrowed to
     /// those the caller belongs to.
-    pub organizations: Arc<[String]>,
+    pub organizations: OrganizationSet,
     pub page: PageRequest,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ApiTokensQuery {
     pub user_id: String,
     /// Exact match on the token's name.
@@ -188,11 +270,11 @@ pub struct ApiTokensQuery {
     pub page: PageRequest,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ProxySettingsQuery {
     pub project_id: String,
     /// The caller's organizations: the project must belong to one of them.
-    pub visible_to: Arc<[String]>,
+    pub visible_to: OrganizationSet,
     pub page: PageRequest,
 }
 
@@ -294,6 +376,8 @@ pub struct StoreOptions {
     /// How long a query may wait for the store (a connection, a lock)
     /// before it fails as unavailable.
     pub timeout: Duration,
+    /// Which caches of the read path are on.
+    pub caches: Caches,
 }
 
 impl Default for StoreOptions {
@@ -301,6 +385,7 @@ impl Default for StoreOptions {
         Self {
             pool_size: 4,
             timeout: Duration::from_secs(2),
+            caches: Caches::ALL,
         }
     }
 }

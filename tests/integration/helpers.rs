@@ -11,8 +11,9 @@ use proxydeck::app::{Service, ServiceOptions};
 use proxydeck::auth::AuthOptions;
 use proxydeck::domain::api_token::ApiToken;
 use proxydeck::domain::import::{ImportBatch, ImportError, ObjectCounts, parse_line};
+use proxydeck::domain::organization_set::OrganizationSet;
 use proxydeck::domain::time::Timestamp;
-use proxydeck::store::{self, DatabaseUrl, NewToken, Store, StoreOptions};
+use proxydeck::store::{self, Caches, DatabaseUrl, NewToken, Store, StoreOptions};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -35,11 +36,30 @@ pub fn test_options() -> ServiceOptions {
     ServiceOptions {
         listen: "127.0.0.1:0".into(),
         auth: AuthOptions {
+            cache: suite_caches().token,
             cache_ttl: CACHE_TTL,
             usage_flush_interval: FLUSH_INTERVAL,
             ..AuthOptions::default()
         },
         ..ServiceOptions::default()
+    }
+}
+
+/// The caches the suite's services run with: every one, unless
+/// `PROXYDECK_TEST_CACHES` says otherwise (`none`, as in CI's second run:
+/// no answer may depend on a cache). Tests of a cache itself set theirs.
+pub fn suite_caches() -> Caches {
+    match std::env::var("PROXYDECK_TEST_CACHES") {
+        Ok(caches) => Caches::parse(&caches).expect("PROXYDECK_TEST_CACHES names caches"),
+        Err(_) => Caches::ALL,
+    }
+}
+
+/// Store options with the suite's caches ([`suite_caches`]).
+pub fn suite_store_options() -> StoreOptions {
+    StoreOptions {
+        caches: suite_caches(),
+        ..StoreOptions::default()
     }
 }
 
@@ -279,7 +299,7 @@ pub struct TestApp {
 
 impl TestApp {
     pub async fn spawn(backend: Backend) -> Self {
-        Self::spawn_with(backend, test_options(), StoreOptions::default()).await
+        Self::spawn_with(backend, test_options(), suite_store_options()).await
     }
 
     pub async fn spawn_with(
@@ -305,7 +325,7 @@ impl TestApp {
 
     /// [`TestApp::another_instance`] with `options`.
     pub async fn another_instance_with(&self, options: ServiceOptions) -> Self {
-        let store = store::open(&self.data.url, &StoreOptions::default())
+        let store = store::open(&self.data.url, &suite_store_options())
             .await
             .expect("the store opens again");
         Self::serve(store, self.data.clone(), options).await
@@ -784,21 +804,50 @@ pub fn metric(series: &str) -> f64 {
         .map_or(0.0, |value| value.parse().unwrap())
 }
 
-/// The items of organization 1's first page of projects (newest first,
-/// `limit` of them), as the JSON text the store joined.
-pub async fn first_page_of_org_1(
+/// Organizations `numbers` (made with [`org`]), those of them that exist,
+/// as a caller in them sees them, with the numbers the store gave them: a
+/// user in them is made through the import path (a write), and its token's
+/// grant names them.
+pub async fn organizations(store: &dyn Store, numbers: &[u32]) -> OrganizationSet {
+    let existing = store.list_organizations().await.expect("the store answers");
+    let orgs: Vec<String> = numbers
+        .iter()
+        .map(|n| org_id(*n))
+        .filter(|id| existing.iter().any(|o| o.id == *id))
+        .collect();
+    if orgs.is_empty() {
+        return OrganizationSet::new(Vec::new());
+    }
+    let user = format!("member-{}", uuid::Uuid::new_v4().simple());
+    let line =
+        json!({"object": "user", "id": user, "email": "member@example.com", "organizations": orgs});
+    seed(store, vec![line]).await.expect("the member imports");
+    let (_, secret) = mint(store, &user, "member", None).await;
+    let grant = store
+        .find_token(proxydeck::domain::token::digest(&secret))
+        .await
+        .expect("the store answers")
+        .expect("the token was just made");
+    assert_eq!(grant.organizations.len(), orgs.len());
+    grant.organizations
+}
+
+/// The items of the first page of projects of `organizations` (newest
+/// first, `limit` of them), as the JSON text the store joined.
+pub async fn first_page_of(
     store: &dyn Store,
+    organizations: &OrganizationSet,
     limit: u32,
 ) -> Result<String, store::StoreError> {
     let page = store
-        .list_projects(store::ProjectsQuery {
-            organizations: [org_id(1)].into(),
+        .list(store::Listing::Projects(store::ProjectsQuery {
+            organizations: organizations.clone(),
             page: proxydeck::domain::pagination::PageRequest {
                 start_key: None,
                 direction: proxydeck::domain::pagination::Direction::Desc,
                 limit,
             },
-        })
+        }))
         .await?;
     Ok(String::from_utf8(page.joined.to_vec()).expect("stored JSON is UTF-8"))
 }

@@ -453,11 +453,11 @@ async fn every_error_is_documented_and_validates() {
         checks.check(operation, status, request).await;
     }
 
-    // 500: stored values out of their range (a fault the service never
-    // writes itself), one per listing.
+    // 500: stored values out of their range, a column renamed by hand
+    // (faults the service never makes itself), one per listing.
     let (broken, _) = app.token_with("u1", "broken", None).await;
     app.data.execute(&format!(
-        "UPDATE projects SET created_at = 999999999999999999 WHERE id = 'p2';
+        "ALTER TABLE projects RENAME COLUMN body TO body_renamed_by_hand;
          UPDATE proxy_settings SET revision = 5000000000 WHERE project_id = 'p1';
          UPDATE api_tokens SET updated_at = 999999999999999999 WHERE id = '{}';",
         broken.id

@@ -268,7 +268,9 @@ async fn unfit_request_ids_are_replaced_not_repeated() {
 #[tokio::test]
 async fn metrics_move_when_requests_are_made() {
     let mut options = test_options();
-    // Every request after the first finds the token in the cache.
+    // Every request after the first finds the token in the cache (on, as
+    // every cache here, whatever the suite's).
+    options.auth.cache = true;
     options.auth.cache_ttl = Duration::from_secs(600);
     let app = TestApp::spawn_with(Backend::Sqlite, options, StoreOptions::default()).await;
     app.seed(vec![org(1), user("u1", &[1]), project("p1", 1, 0)])

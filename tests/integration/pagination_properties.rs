@@ -7,6 +7,11 @@
 //! projects and tokens by `created_at` then `id`, proxy settings by
 //! `revision`; newest first by default.
 //!
+//! Callers are in one organization or several, or in hundreds (an agency,
+//! a support account), densely or sparsely: the stores read those pages in
+//! other ways (the order of every project, or organization by
+//! organization), and each must give exactly the list.
+//!
 //! Cases share one server; each works in organizations, users and ids of
 //! its own, so other cases' data is always there to be left out.
 
@@ -21,8 +26,9 @@ use serde_json::{Value, json};
 use super::BACKEND;
 use crate::helpers::*;
 
-/// Organizations of a case; the caller is in some of them.
-const ORGANIZATIONS: usize = 3;
+/// Organizations holding most of a case's projects (the others are mostly
+/// empty, as most of a big caller's are).
+const BUSY_ORGANIZATIONS: usize = 6;
 /// Token names, several tokens sharing each; `ci ` differs from `ci`.
 const NAMES: [&str; 3] = ["ci", "deploy bot", "ci "];
 /// Creation instants (milliseconds after a fixed instant): few, so that
@@ -64,8 +70,8 @@ struct TokenSpec {
 
 #[derive(Clone, Debug)]
 struct DataSet {
-    /// Which organizations the caller is in (at least one).
-    member_of: [bool; ORGANIZATIONS],
+    /// Which of the case's organizations the caller is in (at least one).
+    member_of: Vec<bool>,
     /// By id.
     projects: BTreeMap<String, ProjectSpec>,
     /// By id. The caller calls with a token of its own, not in this map.
@@ -111,8 +117,18 @@ fn id() -> impl Strategy<Value = String> {
 }
 
 fn data_set() -> impl Strategy<Value = DataSet> {
+    // A few organizations, a dozen, or hundreds.
+    let organizations = prop_oneof![3 => 1..=4usize, 2 => 5..=12usize, 1 => 100..=300usize];
+    organizations.prop_flat_map(data_set_of)
+}
+
+fn data_set_of(organizations: usize) -> impl Strategy<Value = DataSet> {
+    let organization = prop_oneof![
+        7 => 0..organizations.min(BUSY_ORGANIZATIONS),
+        3 => 0..organizations,
+    ];
     let project = (
-        0..ORGANIZATIONS,
+        organization,
         created(),
         proptest::bool::weighted(0.2),
         proptest::collection::btree_set(1..=40u32, 0..=8),
@@ -143,13 +159,17 @@ fn data_set() -> impl Strategy<Value = DataSet> {
             revoked,
             expired,
         });
+    // In few of the organizations, about half, or nearly all.
+    let member_of = prop_oneof![Just(0.15), Just(0.5), Just(0.95)].prop_flat_map(move |share| {
+        proptest::collection::vec(proptest::bool::weighted(share), organizations)
+    });
     (
-        any::<[bool; ORGANIZATIONS]>(),
-        0..ORGANIZATIONS,
-        proptest::collection::btree_map(id(), project, 0..=30),
+        member_of,
+        0..organizations,
+        proptest::collection::btree_map(id(), project, 0..=40),
         proptest::collection::btree_map(id(), token, 0..=30),
         (0..NAMES.len(), created()),
-        walks(ORGANIZATIONS),
+        walks(organizations),
         walks(NAMES.len() + 1),
     )
         .prop_map(
@@ -176,30 +196,37 @@ fn data_set() -> impl Strategy<Value = DataSet> {
 }
 
 /// A case's own organizations, users and ids.
-struct Namespace(u32);
+struct Namespace {
+    case: u32,
+    first_organization: u32,
+}
 
 impl Namespace {
-    fn next() -> Self {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    fn next(organizations: usize) -> Self {
+        static CASES: AtomicU32 = AtomicU32::new(0);
+        static ORGANIZATIONS: AtomicU32 = AtomicU32::new(1);
+        Self {
+            case: CASES.fetch_add(1, Ordering::Relaxed),
+            first_organization: ORGANIZATIONS.fetch_add(organizations as u32, Ordering::Relaxed),
+        }
     }
 
     fn organization(&self, index: usize) -> String {
-        org_id(self.0 * ORGANIZATIONS as u32 + index as u32 + 1)
+        org_id(self.first_organization + index as u32)
     }
 
     fn caller(&self) -> String {
-        format!("caller{}", self.0)
+        format!("caller{}", self.case)
     }
 
     fn other_user(&self) -> String {
-        format!("other{}", self.0)
+        format!("other{}", self.case)
     }
 
     /// The full id of a generated id; the prefix is the same for every id
     /// of the case, so it does not change their order.
     fn id(&self, id: &str) -> String {
-        format!("c{}-{id}", self.0)
+        format!("c{}-{id}", self.case)
     }
 }
 
@@ -212,15 +239,16 @@ fn timestamp(created_ms: i64) -> Timestamp {
 
 /// Loads `data` through the store; answers the caller's secret.
 async fn load(app: &TestApp, data: &DataSet, space: &Namespace) -> String {
-    let mut lines: Vec<Value> = (0..ORGANIZATIONS)
+    let organizations = data.member_of.len();
+    let mut lines: Vec<Value> = (0..organizations)
         .map(|i| json!({"object": "organization", "id": space.organization(i), "name": format!("Org {i}")}))
         .collect();
     let user = |id: String, organizations: Vec<String>| json!({"object": "user", "id": id, "email": "someone@example.com", "organizations": organizations});
-    let mine = (0..ORGANIZATIONS)
+    let mine = (0..organizations)
         .filter(|i| data.member_of[*i])
         .map(|i| space.organization(i));
     lines.push(user(space.caller(), mine.collect()));
-    let all = (0..ORGANIZATIONS).map(|i| space.organization(i));
+    let all = (0..organizations).map(|i| space.organization(i));
     lines.push(user(space.other_user(), all.collect()));
     for (id, project) in &data.projects {
         let created = timestamp(project.created_ms).to_string();
@@ -379,7 +407,7 @@ async fn walk_tokens(
 }
 
 async fn check_walks(app: &TestApp, data: DataSet) -> Result<(), TestCaseError> {
-    let space = Namespace::next();
+    let space = Namespace::next(data.member_of.len());
     let token = load(app, &data, &space).await;
     let visible = |project: &ProjectSpec| !project.deleted && data.member_of[project.organization];
 

@@ -59,6 +59,7 @@ async fn stopping_postgres_gives_prompt_503s_and_the_service_recovers() {
     let options = StoreOptions {
         pool_size: 4,
         timeout,
+        ..StoreOptions::default()
     };
     let app =
         TestApp::on(TestStore::at(DatabaseUrl::Postgres(server.cluster.url()), options).await)
@@ -276,6 +277,7 @@ async fn hosts_are_tried_in_turn_and_a_read_only_server_is_refused_when_asked() 
         let options = StoreOptions {
             pool_size: 2,
             timeout: Duration::from_secs(5),
+            ..StoreOptions::default()
         };
         store::open(&DatabaseUrl::parse(&url).unwrap(), &options).await
     };
@@ -327,7 +329,8 @@ async fn a_page_read_again_is_served_from_memory_but_for_the_changed_row() {
     let mut lines = vec![org(1), user("u1", &[1])];
     lines.extend((0..5).map(|i| project(&format!("p{i}"), 1, i)));
     seed(store.store.as_ref(), lines).await.unwrap();
-    let read = || first_page_of_org_1(store.store.as_ref(), 3);
+    let org_1 = organizations(store.store.as_ref(), &[1]).await;
+    let read = || first_page_of(store.store.as_ref(), &org_1, 3);
     let (memory, database) = (page_bodies("memory"), page_bodies("database"));
     // Seen once: read the plain way. Seen again: remembered (the three
     // rows and the one after them, all sent). Then: all from memory.
@@ -385,6 +388,7 @@ async fn identical_reads_at_the_same_time_share_one_statement() {
     let shared = || metric("proxydeck_db_shared_reads_total{operation=\"list_projects\"}");
     let (statements_before, shared_before) = (statements(), shared());
 
+    let org_1 = organizations(store.store.as_ref(), &[1]).await;
     let (locked, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
     let holder = std::thread::spawn({
         let url = url.clone();
@@ -407,8 +411,8 @@ async fn identical_reads_at_the_same_time_share_one_statement() {
     });
     locked.1.recv().unwrap();
     let read = || {
-        let store = store.clone();
-        tokio::spawn(async move { first_page_of_org_1(store.store.as_ref(), 3).await })
+        let (store, org_1) = (store.clone(), org_1.clone());
+        tokio::spawn(async move { first_page_of(store.store.as_ref(), &org_1, 3).await })
     };
     let first = read();
     let deadline = Instant::now() + Duration::from_secs(1);
@@ -464,7 +468,9 @@ async fn pages_remembered_from_one_server_are_not_trusted_on_another() {
     seed(first.store.as_ref(), with_description("first server"))
         .await
         .unwrap();
-    let read = || first_page_of_org_1(first.store.as_ref(), 5);
+    // Organization 1 has the same number on both servers: same steps.
+    let org_1 = organizations(first.store.as_ref(), &[1]).await;
+    let read = || first_page_of(first.store.as_ref(), &org_1, 5);
     for _ in 0..3 {
         assert!(read().await.unwrap().contains("first server"));
     }

@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use proxydeck::app::ServiceOptions;
 use proxydeck::domain::api_token::ApiToken;
-use proxydeck::domain::pagination::{Direction, PageRequest};
-use proxydeck::store::{self, ApiTokensQuery, DatabaseUrl, StoreOptions};
+use proxydeck::store::{self, DatabaseUrl, StoreOptions};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -349,24 +348,13 @@ fn serving_address(line: &str) -> Option<SocketAddr> {
         .ok()
 }
 
-/// The tokens of `u1` in the SQLite file at `path`, newest first, read
+/// The tokens of `u1` in the SQLite file at `path`, oldest first, read
 /// through a store of their own.
 async fn tokens_of_u1(path: &Path) -> Vec<ApiToken> {
     let url = DatabaseUrl::Sqlite(path.to_owned());
     let store = store::open(&url, &StoreOptions::default()).await.unwrap();
-    store
-        .list_api_tokens(ApiTokensQuery {
-            user_id: "u1".into(),
-            name: None,
-            page: PageRequest {
-                start_key: None,
-                direction: Direction::Desc,
-                limit: 100,
-            },
-        })
-        .await
-        .expect("the tokens list")
-        .items
+    let records = store.list_user_tokens("u1").await.expect("the tokens list");
+    records.into_iter().map(|record| record.token).collect()
 }
 
 // ----- Load during shutdown -----

@@ -91,7 +91,12 @@ async fn a_page_comes_from_memory_until_anything_commits() {
     let mut lines = vec![org(1), user("u1", &[1])];
     lines.extend((0..5).map(|i| project(&format!("p{i}"), 1, i)));
     seed(store.store.as_ref(), lines).await.unwrap();
-    let read = || async { first_page_of_org_1(store.store.as_ref(), 3).await.unwrap() };
+    let org_1 = organizations(store.store.as_ref(), &[1]).await;
+    let read = || async {
+        first_page_of(store.store.as_ref(), &org_1, 3)
+            .await
+            .unwrap()
+    };
     // First sighting, then kept, then from memory.
     let first = read().await;
     read().await;

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use proxydeck::domain::directory::{Organization, OrganizationTag, User, UserTag};
 use proxydeck::domain::import::{ImportBatch, ImportError, ObjectCounts, parse_line};
+use proxydeck::domain::organization_set::OrganizationSet;
 use proxydeck::domain::pagination::{Direction, PageRequest};
 use proxydeck::domain::time::Timestamp;
 use proxydeck::domain::token;
 use proxydeck::store::{
-    ApiTokensQuery, JsonPage, NewToken, ProjectsQuery, ProxySettingsQuery, Store, StoreError,
-    TokenUse,
+    ApiTokensQuery, JsonPage, Listing, NewToken, ProjectsQuery, ProxySettingsQuery, Store,
+    StoreError, TokenUse,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -32,12 +33,21 @@ async fn projects_of(
     orgs: &[u32],
     request: PageRequest,
 ) -> Result<Vec<Value>, StoreError> {
-    let organizations: Arc<[String]> = orgs.iter().map(|n| org_id(*n)).collect();
+    let organizations = organizations(store, orgs).await;
+    projects_in(store, &organizations, request).await
+}
+
+/// The items of a page of the projects of `organizations`.
+async fn projects_in(
+    store: &dyn Store,
+    organizations: &OrganizationSet,
+    request: PageRequest,
+) -> Result<Vec<Value>, StoreError> {
     let page = store
-        .list_projects(ProjectsQuery {
-            organizations,
+        .list(Listing::Projects(ProjectsQuery {
+            organizations: organizations.clone(),
             page: request,
-        })
+        }))
         .await?;
     Ok(items(&page))
 }
@@ -160,11 +170,11 @@ async fn import_twice_changes_nothing(store: Arc<dyn Store>) {
 
 async fn settings_json(store: &dyn Store, project_id: &str) -> Vec<String> {
     store
-        .list_proxy_settings(ProxySettingsQuery {
+        .list(Listing::ProxySettings(ProxySettingsQuery {
             project_id: project_id.into(),
-            visible_to: Arc::from([org_id(1), org_id(2)]),
+            visible_to: organizations(store, &[1, 2]).await,
             page: page(100, Direction::Asc, None),
-        })
+        }))
         .await
         .map(|page| items(&page).iter().map(Value::to_string).collect())
         .unwrap()
@@ -297,18 +307,18 @@ async fn keyset_pages_merge_organizations_and_break_ties_by_id(store: Arc<dyn St
         lines.push(project(id, org, second));
     }
     seed(store.as_ref(), lines).await.unwrap();
+    let both = organizations(store.as_ref(), &[1, 2]).await;
     let walk = |direction| {
-        let store = store.clone();
+        let (store, both) = (store.clone(), both.clone());
         async move {
             let mut seen = Vec::new();
             let mut start: Option<String> = None;
             loop {
-                let organizations: Arc<[String]> = Arc::from([org_id(1), org_id(2)]);
                 let result = store
-                    .list_projects(ProjectsQuery {
-                        organizations,
+                    .list(Listing::Projects(ProjectsQuery {
+                        organizations: both.clone(),
                         page: page(2, direction, start.as_deref()),
-                    })
+                    }))
                     .await
                     .unwrap();
                 seen.extend(
@@ -344,7 +354,15 @@ async fn tokens_are_found_by_digest_only(store: Arc<dyn Store>) {
         .expect("found");
     assert_eq!(grant.token_id, token.id);
     assert_eq!(grant.user_id, "u1");
-    assert_eq!(grant.organizations, [org_id(1), org_id(2)], "sorted");
+    assert_eq!(
+        grant.organizations.ids().collect::<Vec<_>>(),
+        [org_id(1), org_id(2)],
+        "sorted"
+    );
+    // With the numbers the store gave them: one each, never shared.
+    let number = |n| grant.organizations.number_of(&org_id(n)).unwrap();
+    assert_ne!(number(1), number(2));
+    assert!(grant.organizations.contains_number(number(2)));
     assert!(!grant.revoked);
     assert_eq!(grant.last_used_at, None);
     assert!(
@@ -472,17 +490,18 @@ async fn token_listing_pages_and_filters(store: Arc<dyn Store>) {
         let name = name.map(String::from);
         async move {
             store
-                .list_api_tokens(ApiTokensQuery {
+                .list(Listing::ApiTokens(ApiTokensQuery {
                     user_id: "u1".into(),
                     name,
                     page: request,
-                })
+                }))
                 .await
                 .map(|p| {
-                    (
-                        p.items.into_iter().map(|t| t.id).collect::<Vec<_>>(),
-                        p.has_more,
-                    )
+                    let ids = items(&p)
+                        .iter()
+                        .map(|t| t["id"].as_str().unwrap().to_owned())
+                        .collect::<Vec<_>>();
+                    (ids, p.has_more)
                 })
         }
     };
@@ -521,21 +540,20 @@ async fn invisible_projects_have_no_settings(store: Arc<dyn Store>) {
     lines.push(project("p", 2, 0));
     lines.push(settings("p", 1, true));
     seed(store.as_ref(), lines).await.unwrap();
-    let query = |visible: Vec<String>| ProxySettingsQuery {
-        project_id: "p".into(),
-        visible_to: visible.into(),
-        page: page(10, Direction::Desc, None),
+    let query = |visible_to| {
+        Listing::ProxySettings(ProxySettingsQuery {
+            project_id: "p".into(),
+            visible_to,
+            page: page(10, Direction::Desc, None),
+        })
     };
-    assert_eq!(
-        store
-            .list_proxy_settings(query(vec![org_id(2)]))
-            .await
-            .unwrap()
-            .count,
-        1
+    let (two, one) = (
+        organizations(store.as_ref(), &[2]).await,
+        organizations(store.as_ref(), &[1]).await,
     );
+    assert_eq!(store.list(query(two)).await.unwrap().count, 1);
     assert!(matches!(
-        store.list_proxy_settings(query(vec![org_id(1)])).await,
+        store.list(query(one)).await,
         Err(StoreError::NotFound { .. })
     ));
 }
@@ -568,10 +586,17 @@ async fn reads_never_wait_on_a_writer(store: Arc<dyn Store>) {
     let mut lines = base();
     lines.push(project("old", 1, 0));
     seed(store.as_ref(), lines).await.unwrap();
+    // Made before the write begins: making it is a write.
+    let all = organizations(store.as_ref(), &[1, 2, 3]).await;
     let (sender, writer) = hold_a_write(&store, project("new", 1, 1)).await;
-    let read = tokio::time::timeout(Duration::from_millis(500), all_projects(store.as_ref()))
-        .await
-        .expect("a read during a write answers at once");
+    let everything = page(100, Direction::Asc, None);
+    let read = tokio::time::timeout(
+        Duration::from_millis(500),
+        projects_in(store.as_ref(), &all, everything),
+    )
+    .await
+    .expect("a read during a write answers at once")
+    .unwrap();
     assert_eq!(read.len(), 1, "the unfinished write is not visible");
     drop(sender);
     writer.await.unwrap().unwrap();

@@ -2,7 +2,7 @@
 //! a file is applied whole or not at all and importing it again changes
 //! nothing.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use tokio::sync::mpsc;
 
@@ -70,11 +70,11 @@ async fn apply_all(
         .map_err(|e| store_failed(0, e))?;
     let now = Timestamp::now();
     let mut counts = ObjectCounts::default();
-    // Organizations seen to exist, so each is looked up once per import
-    // rather than once per project (one round trip less per line on
-    // PostgreSQL). Bounded by the number of organizations; an import never
-    // deletes one.
-    let mut known_organizations = HashSet::new();
+    // Organizations seen to exist, with their numbers, so each is looked
+    // up once per import rather than once per project (one round trip less
+    // per line on PostgreSQL). Bounded by the number of organizations; an
+    // import never deletes one, and a number never changes.
+    let mut known_organizations = HashMap::new();
     while let Some(batch) = records.recv().await {
         for item in batch {
             let (line, record) = item?;
@@ -151,23 +151,28 @@ async fn upsert_project(
     db: &mut dyn Db,
     mut project: Project,
     now: Timestamp,
-    known_organizations: &mut HashSet<String>,
+    known_organizations: &mut HashMap<String, i64>,
 ) -> Result<(), Refusal> {
-    if !known_organizations.contains(&project.organization_id) {
-        let organization_known = exists(
-            db,
-            "SELECT 1 FROM organizations WHERE id = ?1",
-            &[Param::Text(&project.organization_id)],
-        )
-        .await?;
-        if !organization_known {
-            return Err(Refusal::Rule(FieldError::new(
-                "organization_id",
-                format!("no organization {} exists", project.organization_id),
-            )));
+    let organization_number = match known_organizations.get(&project.organization_id) {
+        Some(number) => *number,
+        None => {
+            let number = query_opt(
+                db,
+                "SELECT number FROM organizations WHERE id = ?1",
+                &[Param::Text(&project.organization_id)],
+                |row| row.int(0),
+            )
+            .await?
+            .ok_or_else(|| {
+                Refusal::Rule(FieldError::new(
+                    "organization_id",
+                    format!("no organization {} exists", project.organization_id),
+                ))
+            })?;
+            known_organizations.insert(project.organization_id.clone(), number);
+            number
         }
-        known_organizations.insert(project.organization_id.clone());
-    }
+    };
     let stored = query_opt(
         db,
         "SELECT created_at, updated_at, body FROM projects WHERE id = ?1",
@@ -198,17 +203,20 @@ async fn upsert_project(
     };
     let millis = |at: Option<Timestamp>| at.unwrap_or(now).as_millis();
     db.execute(
-        "INSERT INTO projects (id, organization_id, created_at, updated_at, body)
-         VALUES (?1, ?2, ?3, ?4, ?5)
+        "INSERT INTO projects (id, organization_id, organization_number, created_at, updated_at, body)
+         VALUES (?1, ?2, ?6, ?3, ?4, ?5)
          ON CONFLICT (id) DO UPDATE
-         SET organization_id = excluded.organization_id, created_at = excluded.created_at,
-             updated_at = excluded.updated_at, body = excluded.body, deleted_at = NULL",
+         SET organization_id = excluded.organization_id,
+             organization_number = excluded.organization_number,
+             created_at = excluded.created_at, updated_at = excluded.updated_at,
+             body = excluded.body, deleted_at = NULL",
         &[
             Param::Text(&project.id),
             Param::Text(&project.organization_id),
             Param::Int(millis(project.created_at)),
             Param::Int(millis(project.updated_at)),
             Param::Text(&body),
+            Param::Int(organization_number),
         ],
     )
     .await?;

@@ -1,179 +1,143 @@
-//! Reads: the three listings and the token look-up. Every listing is a
-//! keyset range read on an index, so a page deep in a long list costs what
-//! the first page costs.
+//! Reads: the three listings and the token look-up, in the SQL both
+//! dialects share. Every listing is a keyset range read on an index, so a
+//! page deep in a long list costs what the first page costs; a page of
+//! several organizations' projects, whose statements differ by dialect,
+//! is each driver's own (`Db::organizations_page`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::page_memory::{Era, Recall, RememberedPage, RowSpans, append, page_key};
-use super::{Db, PageMemory, Param, Row, exists, query_all, query_opt, transaction};
+use super::{Db, Param, Row, exists, query_opt, to_json, transaction};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
-use crate::domain::pagination::{Direction, Page, PageRequest, merge_ordered};
+use crate::domain::organization_set::OrganizationSet;
+use crate::domain::pagination::{Direction, PageRequest};
 use crate::domain::time::Timestamp;
 use crate::domain::token::TokenDigest;
 use crate::store::{
-    ApiTokensQuery, JsonPage, JsonPageWriter, ProjectsQuery, ProxySettingsQuery, StoreError,
-    TokenGrant,
+    ApiTokensQuery, JsonPage, JsonPageWriter, Listing, ListingKey, ProjectsQuery,
+    ProxySettingsQuery, StoreError, TokenGrant,
 };
 
+/// The token whose digest is `digest`, with its user's organizations: one
+/// statement (one snapshot, no transaction), a row per membership.
 pub(super) async fn find_token(
     db: &mut dyn Db,
     digest: &TokenDigest,
 ) -> Result<Option<TokenGrant>, StoreError> {
-    transaction!(db, begin_read, {
-        let token = query_opt(
-            db,
-            "SELECT id, user_id, expires_at, revoked_at IS NOT NULL, last_used_at
-             FROM api_tokens WHERE digest = ?1",
-            &[Param::Bytes(&digest.0)],
-            |row| {
-                Ok(TokenGrant {
+    let mut grant: Option<TokenGrant> = None;
+    let mut members = Vec::new();
+    db.query(
+        "SELECT t.id, t.user_id, t.expires_at, t.revoked_at IS NOT NULL, t.last_used_at,
+                m.organization_id, o.number
+         FROM api_tokens t
+         LEFT JOIN memberships m ON m.user_id = t.user_id
+         LEFT JOIN organizations o ON o.id = m.organization_id
+         WHERE t.digest = ?1",
+        &[Param::Bytes(&digest.0)],
+        &mut |row| {
+            if grant.is_none() {
+                grant = Some(TokenGrant {
                     token_id: row.text(0)?,
                     user_id: row.text(1)?,
-                    organizations: Vec::new(),
+                    organizations: OrganizationSet::new(Vec::new()),
                     expires_at: timestamp_opt(row, 2)?,
                     revoked: row.boolean(3)?,
                     last_used_at: timestamp_opt(row, 4)?,
-                })
-            },
-        )
-        .await?;
-        let Some(mut token) = token else {
-            return Ok(None);
+                });
+            }
+            if !row.is_null(5)? {
+                members.push((row.text(5)?, row.int(6)?));
+            }
+            Ok(true)
+        },
+    )
+    .await?;
+    Ok(grant.map(|grant| TokenGrant {
+        organizations: OrganizationSet::new(members),
+        ..grant
+    }))
+}
+
+/// A page of any listing.
+pub(super) async fn read(db: &mut dyn Db, key: &ListingKey) -> Result<JsonPage, StoreError> {
+    match key.listing() {
+        Listing::Projects(query) => projects(db, key, query).await,
+        Listing::ApiTokens(query) => api_tokens(db, query).await,
+        Listing::ProxySettings(query) => proxy_settings(db, query).await,
+    }
+}
+
+/// A page of projects. One organization's is a range read on its index
+/// (`one_organization_page`); several organizations' pages are read the
+/// way each dialect reads them best (`Db::organizations_page`), both
+/// bounded by the page: never one statement per organization with a page
+/// of rows each. Either resolves the start key inside its own statements
+/// and reads nothing after one that is not an item of the list, so an
+/// empty page after a start key is told apart from the end of the list
+/// afterwards, in one snapshot.
+async fn projects(
+    db: &mut dyn Db,
+    key: &ListingKey,
+    query: &ProjectsQuery,
+) -> Result<JsonPage, StoreError> {
+    let found = projects_page(db, key, query).await?;
+    if found.count > 0 || query.page.start_key.is_none() {
+        return Ok(found);
+    }
+    transaction!(db, begin_read, {
+        let Some(start) = &query.page.start_key else {
+            return Ok(JsonPage::default());
         };
-        token.organizations = query_all(
+        let organization = query_opt(
             db,
-            "SELECT organization_id FROM memberships WHERE user_id = ?1 ORDER BY organization_id",
-            &[Param::Text(&token.user_id)],
-            |row| row.text(0),
+            "SELECT organization_number FROM projects WHERE id = ?1",
+            &[Param::Text(start)],
+            |row| row.int(0),
         )
         .await?;
-        Ok(Some(token))
+        if !organization.is_some_and(|n| query.organizations.contains_number(n)) {
+            return Err(StoreError::UnknownStartKey);
+        }
+        projects_page(db, key, query).await
     })
 }
 
-pub(super) async fn projects(
+async fn projects_page(
     db: &mut dyn Db,
+    key: &ListingKey,
     query: &ProjectsQuery,
 ) -> Result<JsonPage, StoreError> {
     let page = &query.page;
-    if let [organization] = &query.organizations[..] {
-        // One organization, the common case: one range read on the index
-        // (organization_id, created_at, id), already in page order, the
-        // start item found by a subquery. One statement is one snapshot: no
-        // transaction needed. Without rows it cannot tell an unknown start
-        // key from the end of the list: the general read below tells.
-        let memory = db.page_memory();
-        let recall = memory.as_ref().map(|memory| {
-            let key = page_key(query);
-            let recall = memory.recall(&key);
-            (memory, key, recall)
-        });
-        let found = match recall {
-            Some((
-                memory,
-                key,
-                Recall::Again {
-                    page: previous,
-                    era,
-                },
-            )) => {
-                let remembered =
-                    remembering_projects_page(db, memory, key, &previous, era, organization, page)
-                        .await?;
-                match remembered {
-                    Some(found) => found,
-                    None => one_organization_projects_page(db, organization, page).await?,
-                }
-            }
-            None | Some((_, _, Recall::FirstSighting)) => {
-                one_organization_projects_page(db, organization, page).await?
-            }
-        };
-        if found.count > 0 || page.start_key.is_none() {
-            return Ok(found);
-        }
+    match query.organizations.numbers() {
+        [] => Ok(JsonPage::default()),
+        [organization] => match db.own_organization_page(key, *organization, page).await {
+            Some(found) => found,
+            None => one_organization_page(db, *organization, page).await,
+        },
+        _ => db.organizations_page(&query.organizations, page).await,
     }
-    transaction!(db, begin_read, {
-        let after = match &page.start_key {
-            None => None,
-            Some(key) => {
-                let start = query_opt(
-                    db,
-                    "SELECT created_at, organization_id FROM projects WHERE id = ?1",
-                    &[Param::Text(key)],
-                    |row| Ok((row.int(0)?, row.text(1)?)),
-                )
-                .await?;
-                match start {
-                    Some((created_at, organization))
-                        if query.organizations.contains(&organization) =>
-                    {
-                        Some((created_at, key.as_str()))
-                    }
-                    _ => return Err(StoreError::UnknownStartKey),
-                }
-            }
-        };
-        let sql = keyset_select(
-            "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_id = ?1",
-            1,
-            &["created_at", "id"],
-            StartKeys::Bound,
-            page,
-        );
-        // One range read per organization, merged.
-        let mut lists = Vec::with_capacity(query.organizations.len());
-        for organization in query.organizations.iter() {
-            let mut params = vec![Param::Text(organization)];
-            if let Some((created_at, id)) = after {
-                params.extend([Param::Int(created_at), Param::Text(id)]);
-            }
-            params.push(Param::Int(page.fetch_count() as i64));
-            let mut list = Vec::with_capacity(page.fetch_count());
-            db.query(sql, &params, &mut |row| {
-                let mut json = Vec::new();
-                // A list's row past the page is never shown (it follows a
-                // full page of that list's own rows): its body stays unread.
-                if list.len() < page.limit as usize {
-                    row.append_bytes(2, &mut json)?;
-                }
-                list.push((timestamp(row, 0)?, row.text(1)?, json));
-                Ok(true)
-            })
-            .await?;
-            lists.push(list);
-        }
-        let merged = merge_ordered(lists, page, |a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        let mut out = JsonPageWriter {
-            has_more: merged.len() > page.limit as usize,
-            ..JsonPageWriter::default()
-        };
-        for (_, id, json) in merged.into_iter().take(page.limit as usize) {
-            out.push_ready(&id, &json);
-        }
-        Ok(out.finish())
-    })
 }
 
-/// One organization's page of projects, read the plain way.
-async fn one_organization_projects_page(
+/// One organization's page of projects: one range read on the index
+/// (organization_number, created_at, id), already in page order, the start
+/// item found by a subquery (one statement, one snapshot).
+pub(crate) async fn one_organization_page(
     db: &mut dyn Db,
-    organization: &str,
+    organization: i64,
     page: &PageRequest,
 ) -> Result<JsonPage, StoreError> {
     let sql = keyset_select(
-        "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_id = ?1",
+        "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_number = ?1",
         1,
         &["created_at", "id"],
         StartKeys::Selected {
-            subquery: "SELECT created_at, id FROM projects WHERE id = ?2 AND organization_id = ?1",
+            subquery: "SELECT created_at, id FROM projects WHERE id = ?2 AND organization_number = ?1",
             binds: 1,
         },
         page,
     );
-    let mut params = vec![Param::Text(organization)];
+    let mut params = vec![Param::Int(organization)];
     params.extend(page.start_key.as_deref().map(Param::Text));
     params.push(Param::Int(page.fetch_count() as i64));
     json_page(db, sql, &params, page, 2, |row, key| {
@@ -182,124 +146,31 @@ async fn one_organization_projects_page(
     .await
 }
 
-/// One organization's page of projects, as the statement above reads it,
-/// on a store that remembers the pages it received ([`PageMemory`]): the
-/// statement also takes the ids and row versions of the rows this page had
-/// last time (`previous`, recalled in `era`), and gives no body for a row
-/// still at its remembered version. `None` when a connection was made anew
-/// meanwhile: the answer may have come from another server than the
-/// remembered rows, so neither is used.
-async fn remembering_projects_page(
-    db: &mut dyn Db,
-    memory: &PageMemory,
-    key: String,
-    previous: &RememberedPage,
-    era: Era,
-    organization: &str,
-    page: &PageRequest,
-) -> Result<Option<JsonPage>, StoreError> {
-    let sql = keyset_select(
-        "SELECT created_at, id, xmin::text, \
-         CASE WHEN (?2::text[])[array_position(?1::text[], id)] = xmin::text THEN NULL ELSE body END \
-         FROM projects WHERE deleted_at IS NULL AND organization_id = ?3",
-        3,
-        &["created_at", "id"],
-        StartKeys::Selected {
-            subquery: "SELECT created_at, id FROM projects WHERE id = ?4 AND organization_id = ?3",
-            binds: 1,
-        },
-        page,
-    );
-    let (ids, versions): (Vec<&str>, Vec<&str>) =
-        (0..previous.len()).map(|index| previous.row(index)).unzip();
-    let mut params = vec![
-        Param::TextList(&ids),
-        Param::TextList(&versions),
-        Param::Text(organization),
-    ];
-    params.extend(page.start_key.as_deref().map(Param::Text));
-    params.push(Param::Int(page.fetch_count() as i64));
+/// Organizations from which on a page merged organization by organization
+/// may take a millisecond or more: the drivers then keep it from holding
+/// up cheaper reads (SQLite: off the request's worker thread; PostgreSQL:
+/// on a connection of its own).
+pub(crate) const LONG_MERGE_ORGANIZATIONS: usize = 64;
 
-    /// Where a received row is: a remembered one (its index), or a new one
-    /// (its id, version and body, in `fresh`).
-    enum Source {
-        Remembered(usize),
-        Fresh(RowSpans),
-    }
-    let mut out = JsonPageWriter::default();
-    let mut sources = Vec::with_capacity(page.fetch_count());
-    let mut fresh = String::new();
-    db.query(sql, &params, &mut |row| {
-        let position = sources.len();
-        let (id, version) = (row.str(1)?, row.str(2)?);
-        let source = if row.is_null(3)? {
-            let index = previous.find(position, id, version).ok_or_else(|| {
-                StoreError::Internal(format!(
-                    "PostgreSQL left out the body of project {id}, which was not remembered"
-                ))
-            })?;
-            Source::Remembered(index)
-        } else {
-            if fresh.is_empty() {
-                // Rows of a list are alike in size: room for the rest at once.
-                fresh.reserve(2048 * (page.fetch_count() - position));
-            }
-            let id = append(&mut fresh, id);
-            let version = append(&mut fresh, version);
-            let start = fresh.len();
-            row.append_text(3, &mut fresh)?;
-            Source::Fresh([id, version, start..fresh.len()])
-        };
-        if out.count < page.limit as usize {
-            let body = match &source {
-                Source::Remembered(index) => previous.body(*index),
-                Source::Fresh([_, _, body]) => &fresh[body.clone()],
-            };
-            out.push_ready(id, body.as_bytes());
-            out.reserve_rest(page.limit as usize);
-        } else {
-            out.has_more = true;
-        }
-        sources.push(source);
-        Ok(true)
-    })
-    .await?;
-    if memory.era() != era {
-        return Ok(None);
-    }
-    let from_memory = sources
-        .iter()
-        .filter(|source| matches!(source, Source::Remembered(_)))
-        .count();
-    crate::metrics::page_bodies(from_memory as u64, (sources.len() - from_memory) as u64);
-    // Nothing to remember when every row is the one remembered at its
-    // place: the memory holds this page already.
-    let as_remembered = sources.len() == previous.len()
-        && sources
-            .iter()
-            .enumerate()
-            .all(|(position, source)| matches!(source, Source::Remembered(i) if *i == position));
-    if !as_remembered {
-        // The new rows are in `fresh` already: the remembered ones join them.
-        let spans = sources
-            .into_iter()
-            .map(|source| match source {
-                Source::Fresh(spans) => spans,
-                Source::Remembered(index) => {
-                    let (id, version) = previous.row(index);
-                    [id, version, previous.body(index)].map(|part| append(&mut fresh, part))
-                }
-            })
-            .collect();
-        memory.remember(key, RememberedPage::new(fresh, spans), era);
-    }
-    Ok(Some(out.finish()))
+/// Organizations a caller must be in, at least, for a page of their
+/// projects to be looked for first in the order of every project (the
+/// index on (created_at, id, organization_number)): below it, reading each
+/// organization's first rows costs less.
+const SCAN_MIN_ORGANIZATIONS: usize = 4;
+
+/// How many entries of the order of every project a page of `set`'s
+/// projects may read before giving up for the organization-by-organization
+/// read, when it should try that order first at all: while the caller's
+/// organizations hold most projects (an agency, a support account), a page
+/// is found in about `limit` entries; where they are sparse, the budget
+/// keeps the attempt within a small multiple of what reading organization
+/// by organization costs (one entry per organization, and the page).
+pub(crate) fn scan_budget(set: &OrganizationSet, page: &PageRequest) -> Option<usize> {
+    (set.len() >= SCAN_MIN_ORGANIZATIONS && set.bitmap().is_some())
+        .then(|| 4 * (set.len() + page.fetch_count()))
 }
 
-pub(super) async fn api_tokens(
-    db: &mut dyn Db,
-    query: &ApiTokensQuery,
-) -> Result<Page<ApiToken>, StoreError> {
+async fn api_tokens(db: &mut dyn Db, query: &ApiTokensQuery) -> Result<JsonPage, StoreError> {
     // The start key and the rows must come from one snapshot. Without a
     // start key the read is one statement: a snapshot by itself.
     if query.page.start_key.is_none() {
@@ -309,10 +180,8 @@ pub(super) async fn api_tokens(
     }
 }
 
-async fn api_tokens_page(
-    db: &mut dyn Db,
-    query: &ApiTokensQuery,
-) -> Result<Page<ApiToken>, StoreError> {
+/// The page's items are api_token objects written here from their rows.
+async fn api_tokens_page(db: &mut dyn Db, query: &ApiTokensQuery) -> Result<JsonPage, StoreError> {
     let page = &query.page;
     let after = match &page.start_key {
         None => None,
@@ -359,11 +228,21 @@ async fn api_tokens_page(
         params.extend([Param::Int(created_at), Param::Text(id)]);
     }
     params.push(Param::Int(page.fetch_count() as i64));
-    let rows = query_all(db, sql, &params, api_token).await?;
-    Ok(Page::from_overfetch(rows, page))
+    let mut out = JsonPageWriter::default();
+    db.query(sql, &params, &mut |row| {
+        if out.count == page.limit as usize {
+            out.has_more = true;
+            return Ok(false);
+        }
+        let token = api_token(row)?;
+        out.push_ready(&token.id, to_json(&token)?.as_bytes());
+        Ok(true)
+    })
+    .await?;
+    Ok(out.finish())
 }
 
-pub(super) async fn proxy_settings(
+async fn proxy_settings(
     db: &mut dyn Db,
     query: &ProxySettingsQuery,
 ) -> Result<JsonPage, StoreError> {
@@ -379,7 +258,7 @@ pub(super) async fn proxy_settings(
         // project, an unknown start key and the end of the list apart: the
         // transaction below tells.
         let sql = keyset_select(
-            "SELECT s.revision, s.body, p.organization_id FROM proxy_settings s
+            "SELECT s.revision, s.body, p.organization_number FROM proxy_settings s
              JOIN projects p ON p.id = s.project_id
              WHERE s.project_id = ?1 AND p.deleted_at IS NULL",
             1,
@@ -396,11 +275,10 @@ pub(super) async fn proxy_settings(
         // Every row is of the same project: the first one tells.
         let visibility_checked = AtomicBool::new(false);
         let found = json_page(db, sql, &params, page, 1, |row, key| {
-            if !visibility_checked.swap(true, Ordering::Relaxed) {
-                let organization = row.text(2)?;
-                if !query.visible_to.contains(&organization) {
-                    return Err(unknown_project(query));
-                }
+            if !visibility_checked.swap(true, Ordering::Relaxed)
+                && !query.visible_to.contains_number(row.int(2)?)
+            {
+                return Err(unknown_project(query));
             }
             revision_key(row, key)
         })
@@ -412,12 +290,12 @@ pub(super) async fn proxy_settings(
     transaction!(db, begin_read, {
         let organization = query_opt(
             db,
-            "SELECT organization_id FROM projects WHERE id = ?1 AND deleted_at IS NULL",
+            "SELECT organization_number FROM projects WHERE id = ?1 AND deleted_at IS NULL",
             &[Param::Text(&query.project_id)],
-            |row| row.text(0),
+            |row| row.int(0),
         )
         .await?;
-        if !organization.is_some_and(|o| query.visible_to.contains(&o)) {
+        if !organization.is_some_and(|n| query.visible_to.contains_number(n)) {
             return Err(unknown_project(query));
         }
         let after = match &page.start_key {
@@ -469,7 +347,7 @@ fn revision_key(row: &dyn Row, key: &mut String) -> Result<(), StoreError> {
 /// One page of an ordered range read, the stored JSON in column
 /// `body` copied straight from the row into the page. The row past the
 /// page is not read: it only tells that more follow.
-async fn json_page(
+pub(crate) async fn json_page(
     db: &mut dyn Db,
     sql: &str,
     params: &[Param<'_>],
@@ -501,7 +379,7 @@ fn parse_revision(key: &str) -> Option<u32> {
 
 /// Where a page that starts after an item gets that item's keys.
 #[derive(Clone, Copy)]
-enum StartKeys {
+pub(crate) enum StartKeys {
     /// Bound as parameters, one per key column.
     Bound,
     /// Selected by a subquery (one row of the key columns), whose own
@@ -521,7 +399,7 @@ enum StartKeys {
 /// Each shape is built once per thread and kept (there are a few dozen at
 /// most): building the text costs more than running the prepared
 /// statement.
-fn keyset_select(
+pub(crate) fn keyset_select(
     select: &'static str,
     bound: usize,
     keys: &'static [&'static str],

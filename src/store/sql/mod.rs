@@ -17,10 +17,7 @@
 mod admin;
 mod export;
 mod import;
-mod listings;
-mod page_memory;
-mod recent_pages;
-mod shared_reads;
+pub(crate) mod listings;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -30,19 +27,19 @@ use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
+pub use super::cache::recent_pages::CommitMark;
+use super::cache::recent_pages::CommitMarks;
+use super::cache::{self, Reader};
 use super::{
-    ApiTokensQuery, JsonPage, NewToken, PoolUse, ProjectsQuery, ProxySettingsQuery, Store,
-    StoreError, TokenGrant, TokenUse,
+    JsonPage, Listing, ListingKey, NewToken, PoolUse, Store, StoreError, StoreOptions, TokenGrant,
+    TokenUse,
 };
 use crate::domain::api_token::{ApiToken, TokenRecord};
 use crate::domain::directory::{Organization, User};
 use crate::domain::import::{ImportBatch, ImportError, ObjectCounts};
-use crate::domain::pagination::Page;
+use crate::domain::organization_set::OrganizationSet;
+use crate::domain::pagination::PageRequest;
 use crate::domain::token::TokenDigest;
-pub use page_memory::PageMemory;
-pub use recent_pages::CommitMark;
-use recent_pages::{Recalled, RecentPages};
-use shared_reads::SharedReads;
 
 /// A statement parameter: the few types the schema uses. Nulls are typed,
 /// as PostgreSQL needs.
@@ -56,6 +53,8 @@ pub enum Param<'a> {
     /// A list of texts: PostgreSQL's `text[]` (SQLite has no such type,
     /// and its statements never take one).
     TextList(&'a [&'a str]),
+    /// A list of integers: PostgreSQL's `bigint[]` (not SQLite's either).
+    IntList(&'a [i64]),
 }
 
 /// One result row.
@@ -96,10 +95,27 @@ pub trait Db: Send {
     async fn begin_write(&mut self) -> Result<(), StoreError>;
     async fn commit(&mut self) -> Result<(), StoreError>;
     async fn rollback(&mut self) -> Result<(), StoreError>;
-    /// The pages of projects this store remembers receiving (PostgreSQL,
-    /// see [`PageMemory`]); none where rows are read in process and cost
-    /// no more to read again than to remember (SQLite).
-    fn page_memory(&self) -> Option<Arc<PageMemory>> {
+
+    /// A page of the projects of `set` (two organizations or more), in the
+    /// dialect's own statements, from one snapshot. The start key is
+    /// resolved there too: a page after one that is not a project of `set`
+    /// is empty (`listings::projects` tells it from the end of the list).
+    /// Bounded by the page, whatever the number of organizations: it reads
+    /// O(organizations + limit) index entries and `limit` bodies at most.
+    async fn organizations_page(
+        &mut self,
+        set: &OrganizationSet,
+        page: &PageRequest,
+    ) -> Result<JsonPage, StoreError>;
+
+    /// One organization's page of projects when the driver reads it a way
+    /// of its own (PostgreSQL's page memory); `None`: the shared statement.
+    async fn own_organization_page(
+        &mut self,
+        _key: &ListingKey,
+        _organization: i64,
+        _page: &PageRequest,
+    ) -> Option<Result<JsonPage, StoreError>> {
         None
     }
 }
@@ -254,58 +270,37 @@ pub struct SqlStore<D: Driver> {
     /// Bound on one request's store work (checkout and queries): past it the
     /// request fails as unavailable instead of hanging.
     request_timeout: Duration,
-    /// Pages of projects kept while nothing commits, when the driver can
-    /// tell ([`Driver::commit_mark`]).
-    recent_pages: Option<RecentPages>,
-    /// The listings' reads, identical ones at the same time sharing a
-    /// statement.
-    shared_projects: SharedReads<JsonPage>,
-    shared_api_tokens: SharedReads<Page<ApiToken>>,
-    shared_proxy_settings: SharedReads<JsonPage>,
+    /// The listings' read path: the caches that are on, then the driver.
+    listings: Reader,
 }
 
 impl<D: Driver> SqlStore<D> {
-    pub fn new(driver: D, request_timeout: Duration) -> Self {
-        let recent_pages = driver.commit_mark().map(|_| RecentPages::default());
-        Self {
-            driver: Arc::new(driver),
-            request_timeout,
-            recent_pages,
-            shared_projects: SharedReads::new("list_projects"),
-            shared_api_tokens: SharedReads::new("list_api_tokens"),
-            shared_proxy_settings: SharedReads::new("list_proxy_settings"),
-        }
-    }
-
-    async fn read_projects(&self, query: ProjectsQuery) -> Result<JsonPage, StoreError> {
-        self.shared_read(&self.shared_projects, query, |db, query| {
-            Box::pin(listings::projects(db, query))
-        })
-        .await
-    }
-
-    /// A request's read ([`Self::read`]) that identical reads asked for at
-    /// the same time share (`shared_reads.rs`). Its key is everything in
-    /// the query, the caller's organizations included.
-    async fn shared_read<Q, T>(
-        &self,
-        reads: &SharedReads<T>,
-        input: Q,
-        work: Work<Q, T>,
-    ) -> Result<T, StoreError>
-    where
-        Q: std::fmt::Debug + Send + Sync + 'static,
-        T: Clone + Send + 'static,
-    {
-        let key = format!("{input:?}");
-        let (driver, timeout, operation) =
-            (self.driver.clone(), self.request_timeout, reads.operation());
-        let input = Arc::new(input);
-        reads
-            .read(key, timeout, move || {
-                bounded_read(driver.clone(), timeout, operation, input.clone(), work)
+    pub fn new(driver: D, options: &StoreOptions) -> Self {
+        let driver = Arc::new(driver);
+        let timeout = options.timeout;
+        let statements: Reader = {
+            let driver = driver.clone();
+            Arc::new(move |key: ListingKey| {
+                let operation = key.listing().operation();
+                Box::pin(bounded_read(
+                    driver.clone(),
+                    timeout,
+                    operation,
+                    Arc::new(key),
+                    |db, key| Box::pin(listings::read(db, key)),
+                ))
             })
-            .await
+        };
+        // Commits can be watched when the driver could tell at once.
+        let commit_marks = driver.commit_mark().map(|_| {
+            let driver = driver.clone();
+            Arc::new(move || driver.commit_mark()) as CommitMarks
+        });
+        Self {
+            listings: cache::chain(options.caches.layers(commit_marks, timeout), statements),
+            driver,
+            request_timeout: timeout,
+        }
     }
 
     /// Runs a request's read ([`bounded_read`]).
@@ -392,7 +387,7 @@ where
 }
 
 /// The result of `work`, or unavailable once `bound` has passed.
-async fn within<T>(
+pub(crate) async fn within<T>(
     bound: Duration,
     work: impl Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {
@@ -454,40 +449,8 @@ impl<D: Driver> Store for SqlStore<D> {
         .await
     }
 
-    async fn list_projects(&self, query: ProjectsQuery) -> Result<JsonPage, StoreError> {
-        // The mark first: a commit during the read then moves it, and the
-        // page kept with it is never taken for a newer one.
-        let (Some(pages), Some(mark)) = (&self.recent_pages, self.driver.commit_mark()) else {
-            return self.read_projects(query).await;
-        };
-        let key = page_memory::page_key(&query);
-        match pages.recall(&key, mark) {
-            Recalled::Current(page) => {
-                crate::metrics::page_bodies(page.count as u64, 0);
-                Ok(page)
-            }
-            Recalled::FirstSighting => self.read_projects(query).await,
-            Recalled::Again => {
-                let page = self.read_projects(query).await?;
-                crate::metrics::page_bodies(0, page.count as u64);
-                pages.remember(key, mark, page.clone());
-                Ok(page)
-            }
-        }
-    }
-
-    async fn list_api_tokens(&self, query: ApiTokensQuery) -> Result<Page<ApiToken>, StoreError> {
-        self.shared_read(&self.shared_api_tokens, query, |db, query| {
-            Box::pin(listings::api_tokens(db, query))
-        })
-        .await
-    }
-
-    async fn list_proxy_settings(&self, query: ProxySettingsQuery) -> Result<JsonPage, StoreError> {
-        self.shared_read(&self.shared_proxy_settings, query, |db, query| {
-            Box::pin(listings::proxy_settings(db, query))
-        })
-        .await
+    async fn list(&self, listing: Listing) -> Result<JsonPage, StoreError> {
+        (self.listings)(ListingKey::new(listing)).await
     }
 
     async fn create_organization(

@@ -18,7 +18,9 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use super::sql::{
     Access, CommitMark, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread,
 };
-use super::{PoolUse, StoreError, StoreOptions};
+use super::{JsonPage, PoolUse, StoreError, StoreOptions};
+use crate::domain::organization_set::OrganizationSet;
+use crate::domain::pagination::PageRequest;
 
 mod embedded {
     refinery::embed_migrations!("migrations/sqlite");
@@ -27,15 +29,16 @@ mod embedded {
 /// Opens (creating if needed) the database at `path` and applies the
 /// migrations it lacks.
 pub async fn open(path: PathBuf, options: StoreOptions) -> anyhow::Result<SqlStore<SqliteDriver>> {
-    let timeout = options.timeout;
-    let driver = tokio::task::spawn_blocking(move || SqliteDriver::open(&path, &options)).await??;
-    Ok(SqlStore::new(driver, timeout))
+    let opening = options.clone();
+    let driver = tokio::task::spawn_blocking(move || SqliteDriver::open(&path, &opening)).await??;
+    Ok(SqlStore::new(driver, &options))
 }
 
 /// Page size of new database files.
 const PAGE_SIZE: i64 = 16 * 1024;
 
 mod commit_watch;
+mod projects;
 
 use commit_watch::CommitWatch;
 
@@ -235,6 +238,14 @@ impl Db for r2d2::PooledConnection<Connector> {
     async fn rollback(&mut self) -> Result<(), StoreError> {
         self.run_execute("ROLLBACK", &[]).map(drop)
     }
+
+    async fn organizations_page(
+        &mut self,
+        set: &OrganizationSet,
+        page: &PageRequest,
+    ) -> Result<JsonPage, StoreError> {
+        projects::organizations_page(self, set, page)
+    }
 }
 
 struct SqliteRow<'a>(&'a rusqlite::Row<'a>);
@@ -301,7 +312,7 @@ impl rusqlite::ToSql for Param<'_> {
             Param::Text(text) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
             Param::Bool(flag) => ToSqlOutput::Owned(Value::Integer(flag.into())),
             Param::Bytes(bytes) => ToSqlOutput::Borrowed(ValueRef::Blob(bytes)),
-            Param::TextList(_) => {
+            Param::TextList(_) | Param::IntList(_) => {
                 return Err(rusqlite::Error::ToSqlConversionFailure(
                     "SQLite has no list type".into(),
                 ));

@@ -33,10 +33,14 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use super::sql::{
-    Access, Db, Driver, EachRow, PageMemory, Param, Row, SqlStore, Work, on_blocking_thread,
-};
-use super::{PoolUse, StoreError, StoreOptions};
+use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
+use super::{JsonPage, ListingKey, PoolUse, StoreError, StoreOptions};
+use crate::domain::organization_set::OrganizationSet;
+use crate::domain::pagination::PageRequest;
+use page_memory::PageMemory;
+
+mod page_memory;
+mod projects;
 
 mod embedded {
     refinery::embed_migrations!("migrations/postgres");
@@ -48,9 +52,8 @@ const MIGRATION_LOCK: i64 = 0x0070_726f_7879_646b; // "proxydk"
 /// Connects to the database `url` names and applies the migrations it
 /// lacks (one instance at a time, under an advisory lock).
 pub async fn open(url: String, options: StoreOptions) -> anyhow::Result<SqlStore<PostgresDriver>> {
-    let timeout = options.timeout;
     let driver = PostgresDriver::open(&url, &options).await?;
-    Ok(SqlStore::new(driver, timeout))
+    Ok(SqlStore::new(driver, &options))
 }
 
 /// The servers `config` names, as `host:port` or a Unix socket's path, in
@@ -98,7 +101,8 @@ pub struct PostgresDriver {
     shared: Vec<SharedClient>,
     next_shared: AtomicUsize,
     exclusive: managed::Pool<Connector>,
-    pages: Arc<PageMemory>,
+    /// When the page memory is on (`--caches`).
+    pages: Option<Arc<PageMemory>>,
 }
 
 impl PostgresDriver {
@@ -162,7 +166,7 @@ impl PostgresDriver {
             shared: clients,
             next_shared: AtomicUsize::new(0),
             exclusive: pool,
-            pages: Arc::default(),
+            pages: options.caches.page_memory.then(Arc::default),
         })
     }
 
@@ -180,7 +184,9 @@ impl PostgresDriver {
         }
         let connection = Arc::new(self.connector.connect().await?);
         // The server may not be the one the remembered pages came from.
-        self.pages.forget_all();
+        if let Some(pages) = &self.pages {
+            pages.forget_all();
+        }
         *slot.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection.clone());
         Ok(connection)
     }
@@ -301,6 +307,9 @@ pub struct PgSession {
     /// checked it out up front).
     pinned: bool,
     in_transaction: bool,
+    /// Statements outside a transaction run on an exclusive connection of
+    /// their own rather than on a shared client ([`PgSession::apart`]).
+    apart: bool,
 }
 
 impl PgSession {
@@ -310,7 +319,17 @@ impl PgSession {
             pinned: pinned.is_some(),
             exclusive: pinned,
             in_transaction: false,
+            apart: false,
         }
+    }
+
+    /// From now on (`true`) or no more, statements take a connection of
+    /// their own: a statement that may run for milliseconds (a page merged
+    /// from hundreds of organizations) then holds up no cheap statement
+    /// pipelined behind it on a shared client; such statements wait for
+    /// each other instead, for the exclusive connections.
+    pub(super) fn apart(&mut self, apart: bool) {
+        self.apart = apart;
     }
 
     async fn begin(&mut self, sql: &str) -> Result<(), StoreError> {
@@ -361,6 +380,10 @@ impl Db for PgSession {
     ) -> Result<(), StoreError> {
         match &self.exclusive {
             Some(connection) => connection.query(sql, params, each).await,
+            None if self.apart => {
+                let connection = self.driver.checkout().await?;
+                connection.query(sql, params, each).await
+            }
             None => {
                 let shared = self.driver.shared_connection().await?;
                 shared.query(sql, params, each).await
@@ -396,8 +419,22 @@ impl Db for PgSession {
         self.end("ROLLBACK").await
     }
 
-    fn page_memory(&self) -> Option<Arc<PageMemory>> {
-        Some(self.driver.pages.clone())
+    async fn organizations_page(
+        &mut self,
+        set: &OrganizationSet,
+        page: &PageRequest,
+    ) -> Result<JsonPage, StoreError> {
+        projects::organizations_page(self, set, page).await
+    }
+
+    async fn own_organization_page(
+        &mut self,
+        key: &ListingKey,
+        organization: i64,
+        page: &PageRequest,
+    ) -> Option<Result<JsonPage, StoreError>> {
+        let memory = self.driver.pages.clone()?;
+        page_memory::read(self, &memory, key, organization, page).await
     }
 }
 
@@ -488,6 +525,7 @@ fn pg_param<'a>(param: &'a Param<'a>) -> &'a (dyn ToSql + Sync) {
         Param::Bool(value) => value,
         Param::Bytes(value) => value,
         Param::TextList(value) => value,
+        Param::IntList(value) => value,
     }
 }
 
@@ -548,12 +586,28 @@ impl<'a> FromSql<'a> for Nullness {
 }
 
 /// Store errors from PostgreSQL: a lost or refused connection is
-/// `Unavailable`, a uniqueness violation `Conflict`. Messages hold the
-/// server's words (never SQL text) and go to logs only.
+/// `Unavailable`, a uniqueness violation `Conflict`, a value this side
+/// could not convert (a fault of ours, not of the server) `Internal`.
+/// Messages hold the server's words (never SQL text) and go to logs only.
 impl From<tokio_postgres::Error> for StoreError {
     fn from(error: tokio_postgres::Error) -> Self {
         let Some(server) = error.as_db_error() else {
-            return Self::Unavailable(format!("PostgreSQL: {error}"));
+            // tokio-postgres does not expose its error kinds but by their
+            // words; anything else is taken for the connection's fault.
+            let ours = [
+                "error serializing parameter",
+                "error deserializing column",
+                "invalid column",
+                "expected ",
+            ];
+            let text = format!("PostgreSQL: {error}");
+            if ours
+                .iter()
+                .any(|start| error.to_string().starts_with(start))
+            {
+                return Self::Internal(text);
+            }
+            return Self::Unavailable(text);
         };
         let text = format!("PostgreSQL {}: {}", server.code().code(), server.message());
         let code = server.code();

@@ -22,14 +22,16 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::future::Future;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::sync::oneshot;
 
-use super::within;
-use crate::store::StoreError;
+use super::{ReadCache, Reader};
+use crate::store::sql::within;
+use crate::store::{JsonPage, Listing, ListingKey, StoreError};
 
 type Answer<T> = Result<T, StoreError>;
 
@@ -38,45 +40,96 @@ type Waiter<T> = oneshot::Sender<Answer<T>>;
 
 /// The keys with a statement out, each with the reads that arrived since
 /// (for the next statement).
-type Waiting<T> = Arc<Mutex<HashMap<String, Vec<Waiter<T>>>>>;
+type Waiting<K, T> = Arc<Mutex<HashMap<K, Vec<Waiter<T>>>>>;
 
 /// What sends a key's statement, as often as asked.
 type Statement<T> = Box<dyn Fn() -> BoxFuture<'static, Answer<T>> + Send>;
 
-/// The reads of one operation.
-pub struct SharedReads<T> {
-    operation: &'static str,
-    waiting: Waiting<T>,
-    /// Reads answered by another's statement.
-    shared: ::metrics::Counter,
+/// The listing reads of a store.
+pub struct SharedReads {
+    reads: Reads<ListingKey, JsonPage>,
+    /// Reads answered by another's statement, by listing: projects, tokens,
+    /// proxy settings.
+    shared: [::metrics::Counter; 3],
+    /// How long a read waits for another's statement: `--db-timeout`, the
+    /// bound of its own statement.
+    bound: Duration,
 }
 
-impl<T: Clone + Send + 'static> SharedReads<T> {
-    /// For the reads of `operation` (the name metrics know it by).
-    pub fn new(operation: &'static str) -> Self {
+impl SharedReads {
+    pub fn new(bound: Duration) -> Self {
         Self {
-            operation,
-            waiting: Waiting::default(),
-            shared: crate::metrics::shared_reads(operation),
+            reads: Reads::default(),
+            shared: ["list_projects", "list_api_tokens", "list_proxy_settings"]
+                .map(crate::metrics::shared_reads),
+            bound,
         }
     }
+}
 
-    pub fn operation(&self) -> &'static str {
-        self.operation
+impl ReadCache for SharedReads {
+    fn read(&self, key: ListingKey, next: &Reader) -> BoxFuture<'static, Answer<JsonPage>> {
+        let shared = self.shared[match key.listing() {
+            Listing::Projects(_) => 0,
+            Listing::ApiTokens(_) => 1,
+            Listing::ProxySettings(_) => 2,
+        }]
+        .clone();
+        let (reads, bound, next) = (self.reads.clone(), self.bound, next.clone());
+        Box::pin(async move {
+            let statement_key = key.clone();
+            reads
+                .read(key, bound, &shared, move || next(statement_key.clone()))
+                .await
+        })
     }
+}
 
+/// Reads of keys `K` answered `T`, identical ones at the same time sharing
+/// a statement.
+pub struct Reads<K, T> {
+    waiting: Waiting<K, T>,
+}
+
+impl<K, T> Default for Reads<K, T> {
+    fn default() -> Self {
+        Self {
+            waiting: Waiting::default(),
+        }
+    }
+}
+
+impl<K, T> Clone for Reads<K, T> {
+    fn clone(&self) -> Self {
+        Self {
+            waiting: self.waiting.clone(),
+        }
+    }
+}
+
+impl<K, T> Reads<K, T>
+where
+    K: Hash + Eq + Clone + Send + 'static,
+    T: Clone + Send + 'static,
+{
     /// The answer of `statement` for `key` (everything that decides the
     /// answer), from a statement sent after this call began. A read that
     /// waits for another's statement waits `bound` at most, the bound of
-    /// its own statement.
-    pub async fn read<S, F>(&self, key: String, bound: Duration, statement: S) -> Answer<T>
+    /// its own statement, and counts in `shared`.
+    pub async fn read<S, F>(
+        &self,
+        key: K,
+        bound: Duration,
+        shared: &::metrics::Counter,
+        statement: S,
+    ) -> Answer<T>
     where
         S: Fn() -> F + Send + 'static,
         F: Future<Output = Answer<T>> + Send + 'static,
     {
         match self.join(key) {
             Joined::Next(answer) => {
-                self.shared.increment(1);
+                shared.increment(1);
                 within(bound, async {
                     answer.await.unwrap_or_else(|_| {
                         Err(StoreError::Internal(
@@ -89,7 +142,7 @@ impl<T: Clone + Send + 'static> SharedReads<T> {
             Joined::First(key) => {
                 let mut statements = Statements {
                     waiting: self.waiting.clone(),
-                    key,
+                    key: Some(key),
                     statement: Some(Box::new(move || Box::pin(statement()))),
                 };
                 let answer = statements.send().await;
@@ -101,7 +154,7 @@ impl<T: Clone + Send + 'static> SharedReads<T> {
 
     /// Joins the reads waiting for `key`'s next statement, if one is out;
     /// marks `key` as having one out otherwise.
-    fn join(&self, key: String) -> Joined<T> {
+    fn join(&self, key: K) -> Joined<K, T> {
         match lock(&self.waiting).entry(key) {
             Entry::Occupied(mut next) => {
                 let (waiter, answer) = oneshot::channel();
@@ -118,14 +171,14 @@ impl<T: Clone + Send + 'static> SharedReads<T> {
 }
 
 /// Where a read found itself on joining.
-enum Joined<T> {
+enum Joined<K, T> {
     /// Waiting for the answer of the next statement of its key.
     Next(oneshot::Receiver<Answer<T>>),
     /// Nothing was out for its key: it sends the statement.
-    First(String),
+    First(K),
 }
 
-fn lock<T>(waiting: &Waiting<T>) -> MutexGuard<'_, HashMap<String, Vec<Waiter<T>>>> {
+fn lock<K, T>(waiting: &Waiting<K, T>) -> MutexGuard<'_, HashMap<K, Vec<Waiter<T>>>> {
     // The map is consistent between any two statements: a panic elsewhere
     // leaves nothing half done.
     waiting.lock().unwrap_or_else(PoisonError::into_inner)
@@ -133,14 +186,15 @@ fn lock<T>(waiting: &Waiting<T>) -> MutexGuard<'_, HashMap<String, Vec<Waiter<T>
 
 /// The statements of one key, one after the other while reads keep
 /// arriving. Its key is in the map while it holds its statement.
-struct Statements<T: Clone + Send + 'static> {
-    waiting: Waiting<T>,
-    key: String,
+struct Statements<K: Hash + Eq + Clone + Send + 'static, T: Clone + Send + 'static> {
+    waiting: Waiting<K, T>,
+    /// `None` once freed.
+    key: Option<K>,
     /// `None` once the key is passed on or freed.
     statement: Option<Statement<T>>,
 }
 
-impl<T: Clone + Send + 'static> Statements<T> {
+impl<K: Hash + Eq + Clone + Send + 'static, T: Clone + Send + 'static> Statements<K, T> {
     fn send(&self) -> BoxFuture<'static, Answer<T>> {
         let statement = self.statement.as_ref().expect("sent while held");
         statement()
@@ -157,7 +211,7 @@ impl<T: Clone + Send + 'static> Statements<T> {
         };
         let statements = Statements {
             waiting: self.waiting.clone(),
-            key: std::mem::take(&mut self.key),
+            key: self.key.take(),
             statement: Some(statement),
         };
         match tokio::runtime::Handle::try_current() {
@@ -194,11 +248,12 @@ impl<T: Clone + Send + 'static> Statements<T> {
     /// freed, when there are none (those whose callers gave up or went
     /// away do not count).
     fn take_next(&self) -> Option<Vec<Waiter<T>>> {
+        let key = self.key.as_ref()?;
         let mut waiting = lock(&self.waiting);
-        let mut next = waiting.get_mut(&self.key).map(std::mem::take)?;
+        let mut next = waiting.get_mut(key).map(std::mem::take)?;
         next.retain(|waiter| !waiter.is_closed());
         if next.is_empty() {
-            waiting.remove(&self.key);
+            waiting.remove(key);
             return None;
         }
         Some(next)
@@ -207,11 +262,14 @@ impl<T: Clone + Send + 'static> Statements<T> {
     /// Frees the key; answers the reads that were waiting.
     fn free(mut self) -> Vec<Waiter<T>> {
         self.statement = None;
-        lock(&self.waiting).remove(&self.key).unwrap_or_default()
+        match self.key.take() {
+            Some(key) => lock(&self.waiting).remove(&key).unwrap_or_default(),
+            None => Vec::new(),
+        }
     }
 }
 
-impl<T: Clone + Send + 'static> Drop for Statements<T> {
+impl<K: Hash + Eq + Clone + Send + 'static, T: Clone + Send + 'static> Drop for Statements<K, T> {
     /// Dropped while holding its statement: the caller that sent it went
     /// away, or the statement panicked. The reads waiting still get one.
     fn drop(&mut self) {
@@ -239,7 +297,7 @@ mod tests {
     }
 
     struct Test {
-        reads: Arc<SharedReads<u64>>,
+        reads: Reads<String, u64>,
         database: Arc<Database>,
     }
 
@@ -252,7 +310,7 @@ mod tests {
                 finish: Semaphore::new(0),
             };
             Self {
-                reads: Arc::new(SharedReads::new("test")),
+                reads: Reads::default(),
                 database: Arc::new(database),
             }
         }
@@ -281,7 +339,8 @@ mod tests {
                         Ok(seen)
                     }
                 };
-                reads.read(key, bound, statement).await
+                let shared = ::metrics::Counter::noop();
+                reads.read(key, bound, &shared, statement).await
             })
         }
 

@@ -20,7 +20,7 @@
 //! A row version names one committed state of a row only while transaction
 //! ids do not wrap around (about four billion transactions) and while the
 //! server is the same. Pages are therefore forgotten after
-//! [`REMEMBER_FOR`], and all of them whenever a shared connection is made
+//! [`PAGE_MEMORY_TTL`], and all of them whenever a shared connection is made
 //! anew (the server may have been replaced by another whose transaction
 //! ids restarted). Forgetting begins a new [`Era`]; a page recalled in one
 //! era is used only if the statement that needed it ended in the same era,
@@ -31,62 +31,150 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use twox_hash::XxHash3_64;
+use crate::domain::pagination::PageRequest;
+use crate::store::cache::{PAGE_MEMORY_BYTES, PAGE_MEMORY_TTL, SeenKeys};
+use crate::store::sql::listings::{StartKeys, keyset_select};
+use crate::store::sql::{Db, Param};
+use crate::store::{JsonPage, JsonPageWriter, ListingKey, StoreError};
 
-use crate::store::ProjectsQuery;
-
-/// How much body text is remembered, at most (least recently used pages go
-/// first).
-pub const CAPACITY_BYTES: u64 = 32 * 1024 * 1024;
-
-/// How long a page is remembered after it was last received.
-pub const REMEMBER_FOR: Duration = Duration::from_secs(300);
-
-/// Keys seen lately, as hashes in a table of this many slots (a key's hash
-/// picks its slot; a newer key takes the slot over).
-const SEEN_SLOTS: usize = 1 << 16;
-
-/// The keys of pages asked for lately: a page is worth remembering from
-/// its key's second sighting on (a client walking a long list once would
-/// pay the copies for nothing).
-pub struct SeenKeys {
-    slots: Box<[AtomicU64]>,
+/// One organization's page of projects through `memory`: `None` when it is
+/// to be read the plain way (a key seen for the first time, or a page
+/// recalled before a reconnection).
+pub(super) async fn read(
+    db: &mut dyn Db,
+    memory: &PageMemory,
+    key: &ListingKey,
+    organization: i64,
+    page: &PageRequest,
+) -> Option<Result<JsonPage, StoreError>> {
+    let Recall::Again {
+        page: previous,
+        era,
+    } = memory.recall(key)
+    else {
+        return None;
+    };
+    remembering_page(db, memory, key.clone(), &previous, era, organization, page)
+        .await
+        .transpose()
 }
 
-impl Default for SeenKeys {
-    fn default() -> Self {
-        Self {
-            slots: (0..SEEN_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+/// One organization's page of projects, as `listings::one_organization_page`
+/// reads it, on a store that remembers the pages it received: the
+/// statement also takes the ids and row versions of the rows this page had
+/// last time (`previous`, recalled in `era`), and gives no body for a row
+/// still at its remembered version. `None` when a connection was made anew
+/// meanwhile: the answer may have come from another server than the
+/// remembered rows, so neither is used.
+async fn remembering_page(
+    db: &mut dyn Db,
+    memory: &PageMemory,
+    key: ListingKey,
+    previous: &RememberedPage,
+    era: Era,
+    organization: i64,
+    page: &PageRequest,
+) -> Result<Option<JsonPage>, StoreError> {
+    let sql = keyset_select(
+        "SELECT created_at, id, xmin::text, \
+         CASE WHEN (?2::text[])[array_position(?1::text[], id)] = xmin::text THEN NULL ELSE body END \
+         FROM projects WHERE deleted_at IS NULL AND organization_number = ?3",
+        3,
+        &["created_at", "id"],
+        StartKeys::Selected {
+            subquery: "SELECT created_at, id FROM projects WHERE id = ?4 AND organization_number = ?3",
+            binds: 1,
+        },
+        page,
+    );
+    let (ids, versions): (Vec<&str>, Vec<&str>) =
+        (0..previous.len()).map(|index| previous.row(index)).unzip();
+    let mut params = vec![
+        Param::TextList(&ids),
+        Param::TextList(&versions),
+        Param::Int(organization),
+    ];
+    params.extend(page.start_key.as_deref().map(Param::Text));
+    params.push(Param::Int(page.fetch_count() as i64));
+
+    /// Where a received row is: a remembered one (its index), or a new one
+    /// (its id, version and body, in `fresh`).
+    enum Source {
+        Remembered(usize),
+        Fresh(RowSpans),
+    }
+    let mut out = JsonPageWriter::default();
+    let mut sources = Vec::with_capacity(page.fetch_count());
+    let mut fresh = String::new();
+    db.query(sql, &params, &mut |row| {
+        let position = sources.len();
+        let (id, version) = (row.str(1)?, row.str(2)?);
+        let source = if row.is_null(3)? {
+            let index = previous.find(position, id, version).ok_or_else(|| {
+                StoreError::Internal(format!(
+                    "PostgreSQL left out the body of project {id}, which was not remembered"
+                ))
+            })?;
+            Source::Remembered(index)
+        } else {
+            if fresh.is_empty() {
+                // Rows of a list are alike in size: room for the rest at once.
+                fresh.reserve(2048 * (page.fetch_count() - position));
+            }
+            let id = append(&mut fresh, id);
+            let version = append(&mut fresh, version);
+            let start = fresh.len();
+            row.append_text(3, &mut fresh)?;
+            Source::Fresh([id, version, start..fresh.len()])
+        };
+        if out.count < page.limit as usize {
+            let body = match &source {
+                Source::Remembered(index) => previous.body(*index),
+                Source::Fresh([_, _, body]) => &fresh[body.clone()],
+            };
+            out.push_ready(id, body.as_bytes());
+            out.reserve_rest(page.limit as usize);
+        } else {
+            out.has_more = true;
         }
+        sources.push(source);
+        Ok(true)
+    })
+    .await?;
+    if memory.era() != era {
+        return Ok(None);
     }
-}
-
-impl SeenKeys {
-    /// Notes `key`; answers whether it was seen lately.
-    pub fn seen_again(&self, key: &str) -> bool {
-        let hash = XxHash3_64::oneshot(key.as_bytes());
-        let slot = &self.slots[hash as usize % SEEN_SLOTS];
-        slot.swap(hash, Ordering::Relaxed) == hash
+    let from_memory = sources
+        .iter()
+        .filter(|source| matches!(source, Source::Remembered(_)))
+        .count();
+    crate::metrics::page_bodies(from_memory as u64, (sources.len() - from_memory) as u64);
+    // Nothing to remember when every row is the one remembered at its
+    // place: the memory holds this page already.
+    let as_remembered = sources.len() == previous.len()
+        && sources
+            .iter()
+            .enumerate()
+            .all(|(position, source)| matches!(source, Source::Remembered(i) if *i == position));
+    if !as_remembered {
+        // The new rows are in `fresh` already: the remembered ones join them.
+        let spans = sources
+            .into_iter()
+            .map(|source| match source {
+                Source::Fresh(spans) => spans,
+                Source::Remembered(index) => {
+                    let (id, version) = previous.row(index);
+                    [id, version, previous.body(index)].map(|part| append(&mut fresh, part))
+                }
+            })
+            .collect();
+        memory.remember(key, RememberedPage::new(fresh, spans), era);
     }
-}
-
-/// The key of a page of projects in a memory: everything that decides its
-/// content. Debug quotes the texts: no two queries share a key by accident.
-pub fn page_key(query: &ProjectsQuery) -> String {
-    let page = &query.page;
-    format!(
-        "{:?}",
-        (
-            &query.organizations,
-            &page.start_key,
-            page.direction,
-            page.limit
-        )
-    )
+    Ok(Some(out.finish()))
 }
 
 /// Appends `part` to `text`; answers where it is.
-pub fn append(text: &mut String, part: &str) -> Range<usize> {
+fn append(text: &mut String, part: &str) -> Range<usize> {
     let start = text.len();
     text.push_str(part);
     start..text.len()
@@ -94,7 +182,7 @@ pub fn append(text: &mut String, part: &str) -> Range<usize> {
 
 /// The memory of one store.
 pub struct PageMemory {
-    pages: moka::sync::Cache<String, Arc<RememberedPage>>,
+    pages: moka::sync::Cache<ListingKey, Arc<RememberedPage>>,
     seen: SeenKeys,
     /// How many times every page was forgotten.
     era: AtomicU64,
@@ -106,7 +194,7 @@ pub struct PageMemory {
 pub struct Era(u64);
 
 /// What the memory holds for a page's key.
-pub enum Recall {
+enum Recall {
     /// The key was not seen lately: read the page the plain way.
     FirstSighting,
     /// The key was seen before: the rows remembered (none yet, maybe), to
@@ -117,7 +205,7 @@ pub enum Recall {
 /// A page's rows as last received: each row's id, version and body, all
 /// in one text (two allocations a page, whatever its length).
 #[derive(Default)]
-pub struct RememberedPage {
+struct RememberedPage {
     text: String,
     rows: Vec<RowSpans>,
     /// When the read that received it began.
@@ -125,7 +213,7 @@ pub struct RememberedPage {
 }
 
 /// Where a row's id, version and body are in a page's text.
-pub type RowSpans = [Range<usize>; 3];
+type RowSpans = [Range<usize>; 3];
 
 impl RememberedPage {
     /// A page of rows whose parts are at `rows` in `text`.
@@ -169,7 +257,7 @@ impl RememberedPage {
 
 impl Default for PageMemory {
     fn default() -> Self {
-        Self::new(CAPACITY_BYTES, REMEMBER_FOR)
+        Self::new(PAGE_MEMORY_BYTES, PAGE_MEMORY_TTL)
     }
 }
 
@@ -177,8 +265,8 @@ impl PageMemory {
     pub fn new(capacity_bytes: u64, remember_for: Duration) -> Self {
         let pages = moka::sync::Cache::builder()
             .max_capacity(capacity_bytes)
-            .weigher(|key: &String, page: &Arc<RememberedPage>| {
-                u32::try_from(key.len() + page.bytes()).unwrap_or(u32::MAX)
+            .weigher(|_: &ListingKey, page: &Arc<RememberedPage>| {
+                u32::try_from(page.bytes() + 128).unwrap_or(u32::MAX)
             })
             .time_to_live(remember_for)
             .build();
@@ -190,7 +278,7 @@ impl PageMemory {
     }
 
     /// What is remembered under `key`; notes that it was asked for.
-    pub fn recall(&self, key: &str) -> Recall {
+    fn recall(&self, key: &ListingKey) -> Recall {
         // The era first: a page forgotten after this read is then caught
         // by the era check after the statement.
         let era = self.era();
@@ -209,12 +297,12 @@ impl PageMemory {
         }
     }
 
-    pub fn era(&self) -> Era {
+    fn era(&self) -> Era {
         Era(self.era.load(Ordering::SeqCst))
     }
 
     /// Remembers `page`, received by a read that began in `era`.
-    pub fn remember(&self, key: String, mut page: RememberedPage, era: Era) {
+    fn remember(&self, key: ListingKey, mut page: RememberedPage, era: Era) {
         page.era = era;
         self.pages.insert(key, Arc::new(page));
     }
@@ -230,6 +318,10 @@ impl PageMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn key(name: &str) -> ListingKey {
+        ListingKey::example(name)
+    }
 
     fn page(rows: &[(&str, &str, &str)]) -> RememberedPage {
         let mut text = String::new();
@@ -254,8 +346,8 @@ mod tests {
 
     /// The ids of the rows remembered under `key`; `None` on a first
     /// sighting.
-    fn recalled(memory: &PageMemory, key: &str) -> Option<Vec<String>> {
-        match memory.recall(key) {
+    fn recalled(memory: &PageMemory, name: &str) -> Option<Vec<String>> {
+        match memory.recall(&key(name)) {
             Recall::FirstSighting => None,
             Recall::Again { page, .. } => {
                 Some((0..page.len()).map(|i| page.row(i).0.into()).collect())
@@ -279,21 +371,21 @@ mod tests {
     #[test]
     fn pages_are_recalled_until_forgotten() {
         let memory = PageMemory::default();
-        memory.remember("k".into(), one_row(), memory.era());
+        memory.remember(key("k"), one_row(), memory.era());
         assert_eq!(recalled(&memory, "k"), Some(vec!["a".into()]));
         let era = memory.era();
         memory.forget_all();
         assert_eq!(recalled(&memory, "k"), None);
         assert_ne!(memory.era(), era, "forgetting begins a new era");
         // Stored after the forgetting by a read of the era before: ignored.
-        memory.remember("k".into(), one_row(), era);
+        memory.remember(key("k"), one_row(), era);
         assert_eq!(recalled(&memory, "k"), Some(vec![]));
     }
 
     #[test]
     fn pages_past_their_time_are_not_recalled() {
-        let memory = PageMemory::new(CAPACITY_BYTES, Duration::from_millis(50));
-        memory.remember("k".into(), one_row(), memory.era());
+        let memory = PageMemory::new(PAGE_MEMORY_BYTES, Duration::from_millis(50));
+        memory.remember(key("k"), one_row(), memory.era());
         assert_eq!(recalled(&memory, "k"), Some(vec!["a".into()]));
         std::thread::sleep(Duration::from_millis(120));
         assert_eq!(recalled(&memory, "k"), None);

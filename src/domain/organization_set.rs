@@ -1,0 +1,223 @@
+//! The organizations a caller belongs to: what it may see.
+//!
+//! Stores give every organization a small integer number besides its UUID
+//! (assigned once, never reused). A set knows both, so that a listing can
+//! test "is this project's organization one of the caller's" with integers:
+//! a binary search, or one bit of a [`Bitmap`] that a single statement
+//! takes as a parameter, whatever the number of organizations.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use twox_hash::XxHash3_64;
+
+/// Widest range of numbers a set gives a bitmap for: 16 KiB as a statement
+/// parameter at most. A set spread wider (a few organizations among a
+/// million) has no bitmap; its listings read organization by organization.
+pub const MAX_BITMAP_BITS: i64 = 1 << 17;
+
+/// An immutable set of organizations, cheap to clone (shared).
+#[derive(Clone)]
+pub struct OrganizationSet(Arc<Members>);
+
+struct Members {
+    /// Each organization's id and number, by id.
+    by_id: Vec<(String, i64)>,
+    /// The numbers, ascending.
+    numbers: Vec<i64>,
+    /// Of the numbers: the set's part of a listing's key.
+    hash: u64,
+    bitmap: Option<Bitmap>,
+}
+
+/// Numbers `base`, `base + 1`, ... as bits, least significant bit of each
+/// byte first (PostgreSQL's `get_bit` order): bit `n - base` is set when
+/// number `n` is in the set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bitmap {
+    pub base: i64,
+    pub bits: Vec<u8>,
+}
+
+impl Bitmap {
+    fn of(numbers: &[i64]) -> Option<Self> {
+        let (first, last) = (*numbers.first()?, *numbers.last()?);
+        if last - first >= MAX_BITMAP_BITS {
+            return None;
+        }
+        let mut bits = vec![0u8; ((last - first) / 8 + 1) as usize];
+        for n in numbers {
+            let bit = (n - first) as usize;
+            bits[bit / 8] |= 1 << (bit % 8);
+        }
+        Some(Self { base: first, bits })
+    }
+
+    /// Whether number `n` is set: what a statement asks of each entry.
+    pub fn contains(&self, n: i64) -> bool {
+        let bit = n - self.base;
+        bit >= 0
+            && self
+                .bits
+                .get(bit as usize / 8)
+                .is_some_and(|byte| byte >> (bit % 8) & 1 == 1)
+    }
+
+    /// The highest bit index a statement may test (`n - base` within
+    /// `0..=last_bit`).
+    pub fn last_bit(&self) -> i64 {
+        self.bits.len() as i64 * 8 - 1
+    }
+}
+
+impl OrganizationSet {
+    /// The set of `members`: each organization's id and number.
+    pub fn new(mut members: Vec<(String, i64)>) -> Self {
+        members.sort_unstable();
+        members.dedup();
+        let mut numbers: Vec<i64> = members.iter().map(|(_, n)| *n).collect();
+        numbers.sort_unstable();
+        let mut hasher = XxHash3_64::default();
+        numbers.hash(&mut hasher);
+        Self(Arc::new(Members {
+            bitmap: Bitmap::of(&numbers),
+            hash: hasher.finish(),
+            by_id: members,
+            numbers,
+        }))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.numbers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.numbers.is_empty()
+    }
+
+    /// The organizations' numbers, ascending.
+    pub fn numbers(&self) -> &[i64] {
+        &self.0.numbers
+    }
+
+    /// The organizations' ids, ascending.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.0.by_id.iter().map(|(id, _)| id.as_str())
+    }
+
+    pub fn contains_number(&self, number: i64) -> bool {
+        self.0.numbers.binary_search(&number).is_ok()
+    }
+
+    /// The number of organization `id`, when it is in the set.
+    pub fn number_of(&self, id: &str) -> Option<i64> {
+        let at = self
+            .0
+            .by_id
+            .binary_search_by(|(known, _)| known.as_str().cmp(id))
+            .ok()?;
+        Some(self.0.by_id[at].1)
+    }
+
+    pub fn contains_id(&self, id: &str) -> bool {
+        self.number_of(id).is_some()
+    }
+
+    /// The set of organization `id` alone, when it is in this set.
+    pub fn only(&self, id: &str) -> Option<Self> {
+        let number = self.number_of(id)?;
+        Some(Self::new(vec![(id.to_owned(), number)]))
+    }
+
+    /// The set as one statement parameter, when its numbers are close
+    /// enough together ([`MAX_BITMAP_BITS`]).
+    pub fn bitmap(&self) -> Option<&Bitmap> {
+        self.0.bitmap.as_ref()
+    }
+}
+
+impl PartialEq for OrganizationSet {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.hash == other.0.hash && self.0.numbers == other.0.numbers)
+    }
+}
+
+impl Eq for OrganizationSet {}
+
+/// The hash computed once, when the set was made: a listing's key hashes a
+/// caller in a thousand organizations as fast as a caller in one.
+impl Hash for OrganizationSet {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.hash);
+    }
+}
+
+impl std::fmt::Debug for OrganizationSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.ids()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(numbers: &[i64]) -> OrganizationSet {
+        OrganizationSet::new(
+            numbers
+                .iter()
+                .map(|n| (format!("org-{n:04}"), *n))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn members_are_found_by_id_and_by_number() {
+        let s = set(&[7, 3, 12]);
+        assert_eq!(s.numbers(), &[3, 7, 12]);
+        assert_eq!(s.number_of("org-0007"), Some(7));
+        assert_eq!(s.number_of("org-0008"), None);
+        assert!(s.contains_number(12) && !s.contains_number(11));
+        assert_eq!(s.only("org-0003").unwrap().numbers(), &[3]);
+        assert!(s.only("nope").is_none());
+        assert_eq!(
+            s.ids().collect::<Vec<_>>(),
+            ["org-0003", "org-0007", "org-0012"]
+        );
+    }
+
+    #[test]
+    fn the_bitmap_holds_exactly_the_numbers_in_get_bit_order() {
+        let s = set(&[5, 6, 13, 21]);
+        let bitmap = s.bitmap().unwrap();
+        assert_eq!(bitmap.base, 5);
+        // Bits 0, 1, 8 and 16: bytes 0b11, 0b1, 0b1.
+        assert_eq!(bitmap.bits, vec![0b11, 0b1, 0b1]);
+        assert_eq!(bitmap.last_bit(), 23);
+        for n in -3..40 {
+            assert_eq!(bitmap.contains(n), s.contains_number(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn a_set_spread_too_wide_has_no_bitmap() {
+        assert!(set(&[0, MAX_BITMAP_BITS - 1]).bitmap().is_some());
+        assert!(set(&[0, MAX_BITMAP_BITS]).bitmap().is_none());
+        assert!(set(&[]).bitmap().is_none());
+    }
+
+    #[test]
+    fn equal_sets_are_equal_and_hash_alike_however_made() {
+        let (a, b) = (set(&[1, 2, 3]), set(&[3, 2, 1]));
+        assert_eq!(a, b);
+        let hash = |s: &OrganizationSet| {
+            let mut h = XxHash3_64::default();
+            s.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(hash(&a), hash(&b));
+        assert_ne!(a, set(&[1, 2]));
+        assert_ne!(hash(&a), hash(&set(&[1, 2])));
+    }
+}

@@ -1,0 +1,207 @@
+//! PostgreSQL's page of several organizations' projects, in one statement
+//! when the caller's organizations hold most projects, two at most.
+//!
+//! 1. The scan: the index on (created_at, id) INCLUDE (organization_number)
+//!    walked in page order, each entry tested against the caller's
+//!    organizations as one bitmap parameter (`get_bit`), at most a budget
+//!    of entries (`listings::scan_budget`); the bodies of the rows kept are
+//!    fetched by id. A full page found within the budget is the answer.
+//! 2. Otherwise the merge: each organization's first entry after the start
+//!    (one index probe each, `LATERAL`), the best `limit + 1` of them, and
+//!    then from each of those organizations only the entries that can still
+//!    make the page: no further than the worst of those first entries, and
+//!    no more than the page has room for below the better ones. The best
+//!    `limit + 1` overall get their bodies.
+//!
+//! Either reads O(organizations + limit²) index entries at worst and
+//! `limit + 1` bodies (the one past the page only tells that more follow),
+//! in one statement, one snapshot, whose start item is looked up and
+//! checked against the caller's organizations inside it.
+
+use std::sync::OnceLock;
+
+use super::PgSession;
+use crate::domain::organization_set::{Bitmap, OrganizationSet};
+use crate::domain::pagination::{Direction, PageRequest};
+use crate::store::sql::listings::{LONG_MERGE_ORGANIZATIONS, json_page, scan_budget};
+use crate::store::sql::{Db, Param};
+use crate::store::{JsonPage, StoreError};
+
+pub(super) async fn organizations_page(
+    db: &mut PgSession,
+    set: &OrganizationSet,
+    page: &PageRequest,
+) -> Result<JsonPage, StoreError> {
+    if let (Some(budget), Some(bitmap)) = (scan_budget(set, page), set.bitmap()) {
+        let found = scan(db, bitmap, budget, page).await?;
+        // Fewer rows than asked: the list ended, or the budget did. The
+        // merge tells, and costs no more than the scan's budget.
+        if found.has_more {
+            return Ok(found);
+        }
+    }
+    let long = set.len() >= LONG_MERGE_ORGANIZATIONS;
+    db.apart(long);
+    let merged = merge(db, set, page).await;
+    db.apart(false);
+    merged
+}
+
+async fn scan(
+    db: &mut dyn Db,
+    bitmap: &Bitmap,
+    budget: usize,
+    page: &PageRequest,
+) -> Result<JsonPage, StoreError> {
+    let sql = &statements()[variant(page)].scan;
+    let mut params = vec![
+        Param::Bytes(&bitmap.bits),
+        Param::Int(bitmap.base),
+        Param::Int(bitmap.last_bit()),
+        Param::Int(budget as i64),
+    ];
+    params.extend(page.start_key.as_deref().map(Param::Text));
+    params.push(Param::Int(page.fetch_count() as i64));
+    json_page(db, sql, &params, page, 2, |row, key| {
+        row.append_text(1, key)
+    })
+    .await
+}
+
+async fn merge(
+    db: &mut dyn Db,
+    set: &OrganizationSet,
+    page: &PageRequest,
+) -> Result<JsonPage, StoreError> {
+    let sql = &statements()[variant(page)].merge;
+    let mut params = vec![
+        Param::IntList(set.numbers()),
+        Param::Int(page.fetch_count() as i64),
+    ];
+    params.extend(page.start_key.as_deref().map(Param::Text));
+    json_page(db, sql, &params, page, 2, |row, key| {
+        row.append_text(1, key)
+    })
+    .await
+}
+
+/// The two statements of one page shape.
+struct Statements {
+    scan: String,
+    merge: String,
+}
+
+/// Descending or ascending, after a start key or from the first item.
+fn variant(page: &PageRequest) -> usize {
+    usize::from(page.direction == Direction::Asc) * 2 + usize::from(page.start_key.is_some())
+}
+
+fn statements() -> &'static [Statements; 4] {
+    static BUILT: OnceLock<[Statements; 4]> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        [
+            (Direction::Desc, false),
+            (Direction::Desc, true),
+            (Direction::Asc, false),
+            (Direction::Asc, true),
+        ]
+        .map(|(direction, after)| Statements {
+            scan: scan_sql(direction, after),
+            merge: merge_sql(direction, after),
+        })
+    })
+}
+
+/// `(comparison after the start, order, the far end of the order as a
+/// created_at and an id)`.
+fn order(direction: Direction) -> (&'static str, &'static str, [&'static str; 2]) {
+    match direction {
+        // Below every key: ids are [A-Za-z0-9_-], compared byte by byte.
+        Direction::Desc => ("<", "DESC", ["-9223372036854775808", "''"]),
+        Direction::Asc => (">", "ASC", ["9223372036854775807", "'~'"]),
+    }
+}
+
+/// Whether organization number `column` is set in the bitmap parameters
+/// ($1 bits, $2 base, $3 last bit).
+fn member(column: &str) -> String {
+    format!(
+        "CASE WHEN {column} - $2 BETWEEN 0 AND $3 \
+         THEN get_bit(CAST($1 AS BYTEA), CAST({column} - $2 AS INTEGER)) = 1 END"
+    )
+}
+
+/// $1 bitmap, $2 base, $3 last bit, $4 budget, then $5 the start key when
+/// `after`, then the number of rows.
+fn scan_sql(direction: Direction, after: bool) -> String {
+    let (beyond, order, _) = order(direction);
+    let start = if after {
+        format!(
+            "AND (created_at, id) {beyond} (SELECT created_at, id FROM projects \
+             WHERE id = $5 AND {})",
+            member("organization_number")
+        )
+    } else {
+        String::new()
+    };
+    let rows = if after { "$6" } else { "$5" };
+    format!(
+        "SELECT s.created_at, s.id, p.body \
+         FROM (SELECT created_at, id, organization_number FROM projects \
+               WHERE deleted_at IS NULL {start} \
+               ORDER BY created_at {order}, id {order} LIMIT $4) AS s \
+         CROSS JOIN LATERAL (SELECT body FROM projects WHERE id = s.id) AS p \
+         WHERE {member} \
+         ORDER BY s.created_at {order}, s.id {order} LIMIT {rows}",
+        member = member("s.organization_number"),
+    )
+}
+
+/// $1 the organizations' numbers, $2 the number of rows, then $3 the start
+/// key when `after`.
+fn merge_sql(direction: Direction, after: bool) -> String {
+    let (beyond, order, [far_time, far_id]) = order(direction);
+    let (start_cte, after_start) = if after {
+        (
+            "start AS (SELECT created_at, id FROM projects \
+             WHERE id = $3 AND organization_number = ANY($1)),"
+                .to_string(),
+            format!("AND (created_at, id) {beyond} (SELECT created_at, id FROM start)"),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    // The far bound: the worst of the best `$2` first entries, when there
+    // are that many; the far end of the order otherwise.
+    let within = match direction {
+        Direction::Desc => ">=",
+        Direction::Asc => "<=",
+    };
+    format!(
+        "WITH {start_cte} \
+         heads AS ( \
+           SELECT o.n, h.created_at, h.id FROM unnest($1::bigint[]) AS o(n) \
+           CROSS JOIN LATERAL (SELECT created_at, id FROM projects \
+             WHERE deleted_at IS NULL AND organization_number = o.n {after_start} \
+             ORDER BY created_at {order}, id {order} LIMIT 1) AS h \
+           ORDER BY h.created_at {order}, h.id {order} LIMIT $2), \
+         ranked AS ( \
+           SELECT n, created_at, id, \
+                  row_number() OVER (ORDER BY created_at {order}, id {order}) AS rank \
+           FROM heads), \
+         bound AS ( \
+           SELECT COALESCE(MAX(created_at) FILTER (WHERE rank = $2), {far_time}) AS created_at, \
+                  COALESCE(MAX(id) FILTER (WHERE rank = $2), {far_id}) AS id \
+           FROM ranked), \
+         keys AS ( \
+           SELECT k.created_at, k.id FROM ranked CROSS JOIN bound \
+           CROSS JOIN LATERAL (SELECT created_at, id FROM projects \
+             WHERE deleted_at IS NULL AND organization_number = ranked.n {after_start} \
+               AND (created_at, id) {within} (bound.created_at, bound.id) \
+             ORDER BY created_at {order}, id {order} LIMIT $2 - ranked.rank + 1) AS k \
+           ORDER BY k.created_at {order}, k.id {order} LIMIT $2) \
+         SELECT keys.created_at, keys.id, p.body FROM keys \
+         CROSS JOIN LATERAL (SELECT body FROM projects WHERE id = keys.id) AS p \
+         ORDER BY keys.created_at {order}, keys.id {order}"
+    )
+}
