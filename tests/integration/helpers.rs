@@ -325,7 +325,18 @@ impl TestApp {
 
     /// [`TestApp::another_instance`] with `options`.
     pub async fn another_instance_with(&self, options: ServiceOptions) -> Self {
-        let store = store::open(&self.data.url, &suite_store_options())
+        self.another_instance_on(options, suite_store_options())
+            .await
+    }
+
+    /// [`TestApp::another_instance`] with `options` and a store opened
+    /// with `store_options`.
+    pub async fn another_instance_on(
+        &self,
+        options: ServiceOptions,
+        store_options: StoreOptions,
+    ) -> Self {
+        let store = store::open(&self.data.url, &store_options)
             .await
             .expect("the store opens again");
         Self::serve(store, self.data.clone(), options).await

@@ -15,6 +15,7 @@ mod sqlite {
     pub(crate) const BACKEND: crate::helpers::Backend = crate::helpers::Backend::Sqlite;
     mod api_tokens;
     mod auth;
+    mod caches;
     mod conditional;
     mod errors;
     mod fuzz;
@@ -30,6 +31,7 @@ mod postgres {
     pub(crate) const BACKEND: crate::helpers::Backend = crate::helpers::Backend::Postgres;
     mod api_tokens;
     mod auth;
+    mod caches;
     mod conditional;
     mod errors;
     mod fuzz;
