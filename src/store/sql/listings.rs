@@ -171,49 +171,55 @@ pub(crate) fn scan_budget(set: &OrganizationSet, page: &PageRequest) -> Option<u
 }
 
 async fn api_tokens(db: &mut dyn Db, query: &ApiTokensQuery) -> Result<JsonPage, StoreError> {
-    // The start key and the rows must come from one snapshot. Without a
-    // start key the read is one statement: a snapshot by itself.
-    if query.page.start_key.is_none() {
-        api_tokens_page(db, query).await
-    } else {
-        transaction!(db, begin_read, { api_tokens_page(db, query).await })
+    let found = api_tokens_page(db, query).await?;
+    if found.count > 0 || query.page.start_key.is_none() {
+        return Ok(found);
     }
+    // An empty page after a start key: the end of the list, or a start key
+    // that names none of the caller's tokens (of that name). Told in one
+    // snapshot, with the page read again in it.
+    transaction!(db, begin_read, {
+        let Some(start) = &query.page.start_key else {
+            return Ok(JsonPage::default());
+        };
+        let name = query_opt(
+            db,
+            "SELECT name FROM api_tokens WHERE id = ?1 AND user_id = ?2",
+            &[Param::Text(start), Param::Text(&query.user_id)],
+            |row| row.text(0),
+        )
+        .await?;
+        if !name.is_some_and(|name| query.name.as_ref().is_none_or(|n| *n == name)) {
+            return Err(StoreError::UnknownStartKey);
+        }
+        api_tokens_page(db, query).await
+    })
 }
 
-/// The page's items are api_token objects written here from their rows.
+/// One statement (one snapshot): the start token, a revoked one too, found
+/// by a subquery among the caller's (of the name asked for). The page's
+/// items are api_token objects written here from their rows.
 async fn api_tokens_page(db: &mut dyn Db, query: &ApiTokensQuery) -> Result<JsonPage, StoreError> {
     let page = &query.page;
-    let after = match &page.start_key {
-        None => None,
-        Some(key) => {
-            let start = query_opt(
-                db,
-                "SELECT created_at, name FROM api_tokens WHERE id = ?1 AND user_id = ?2",
-                &[Param::Text(key), Param::Text(&query.user_id)],
-                |row| Ok((row.int(0)?, row.text(1)?)),
-            )
-            .await?;
-            match start {
-                Some((created_at, name)) if query.name.as_ref().is_none_or(|n| *n == name) => {
-                    Some((created_at, key.as_str()))
-                }
-                _ => return Err(StoreError::UnknownStartKey),
-            }
-        }
-    };
     let mut params = vec![Param::Text(&query.user_id)];
-    let select = match &query.name {
-        None => concat!(
-            "SELECT ",
-            token_columns!(),
-            " FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1"
-        ),
-        Some(name) => {
-            params.push(Param::Text(name));
+    let (select, start) = match &query.name {
+        None => (
             concat!(
                 "SELECT ",
                 token_columns!(),
-                " FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1 AND name = ?2"
+                " FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1"
+            ),
+            "SELECT created_at, id FROM api_tokens WHERE id = ?2 AND user_id = ?1",
+        ),
+        Some(name) => {
+            params.push(Param::Text(name));
+            (
+                concat!(
+                    "SELECT ",
+                    token_columns!(),
+                    " FROM api_tokens WHERE revoked_at IS NULL AND user_id = ?1 AND name = ?2"
+                ),
+                "SELECT created_at, id FROM api_tokens WHERE id = ?3 AND user_id = ?1 AND name = ?2",
             )
         }
     };
@@ -221,12 +227,13 @@ async fn api_tokens_page(db: &mut dyn Db, query: &ApiTokensQuery) -> Result<Json
         select,
         params.len(),
         &["created_at", "id"],
-        StartKeys::Bound,
+        StartKeys::Selected {
+            subquery: start,
+            binds: 1,
+        },
         page,
     );
-    if let Some((created_at, id)) = after {
-        params.extend([Param::Int(created_at), Param::Text(id)]);
-    }
+    params.extend(page.start_key.as_deref().map(Param::Text));
     params.push(Param::Int(page.fetch_count() as i64));
     let mut out = JsonPageWriter::default();
     db.query(sql, &params, &mut |row| {
