@@ -189,7 +189,12 @@ async fn api_tokens(db: &mut dyn Db, query: &ApiTokensQuery) -> Result<JsonPage,
             |row| row.text(0),
         )
         .await?;
-        if !name.is_some_and(|name| query.name.as_ref().is_none_or(|n| *n == name)) {
+        let of_the_list = match (name, &query.name) {
+            (Some(name), Some(asked)) => name == *asked,
+            (found, None) => found.is_some(),
+            (None, Some(_)) => false,
+        };
+        if !of_the_list {
             return Err(StoreError::UnknownStartKey);
         }
         api_tokens_page(db, query).await
