@@ -1,32 +1,74 @@
 #!/usr/bin/env python3
 """proxydeck's benchmark: generate data, start the release build, drive load
-over loopback with keep-alive, print one table.
+over loopback with keep-alive, print tables.
 
     bench/run.py                      # 1,000,000 projects on SQLite (several minutes)
     bench/run.py --quick              # small data, seconds: checks responses only (CI)
     bench/run.py --postgres URL       # also the same figures on PostgreSQL
+    bench/run.py --mix                # the realistic traffic instead (about 20 minutes a
+                                      # store, both cores busy; see below)
+    bench/run.py --mix --quick        # its smoke version on small data, a minute or two per store
 
-Load comes from `oha` (installed with `cargo install oha --locked` when
-missing). Every scenario's responses are checked (status 200, the page's
-size, JSON) before and during the load; in --quick mode that is all that
-is checked. Timings are printed, never asserted: these machines are shared
-and noisy, so read ratios measured in one run.
+The fixed scenarios (the default): one page asked over and over by one
+token (the first page of projects, a page at 90% depth, the token list, a
+proxy-settings list). Load comes from `oha` (installed with `cargo install
+oha --locked` when missing). Every scenario's responses are checked (status
+200, the page's size, JSON) before and during the load; in --quick mode
+that is all that is checked.
+
+The realistic traffic (--mix): a mix data set (`generate --mix`: 1,000,000
+projects in 1,000 organizations of skewed sizes, 10,000 users, most in 1-3
+organizations, 1% in 50-1,000; `bench-user` in one big organization,
+`bench-agency` in all), tokens for every user (`bench_store mint`, through
+the store's own write path), and request files drawn from what the data
+holds, with a seeded random: each line a token of a pool of 1,000 (users
+drawn evenly) and a page that token may read. Scenarios: "mix" (half
+projects, a quarter tokens, a quarter proxy settings), each part alone,
+"agency random pages" against "one-organization random pages" (a caller in
+1,000 organizations against one in a single one), and "first page, one
+connection" (bench-agency, latency alone). Load comes from `wrk` (Debian's
+package, installed with apt-get when missing) running bench/mix.lua, which
+sends each request from the next line of the file. While it runs,
+`bench_store write` makes about 50 writes a second through the store's
+write paths (projects imported again, tokens created and revoked). Each
+store runs twice, with the server's caches on and off (`--caches none`,
+when the binary has the flag). For each scenario: requests/s at full load
+in rounds alternating with the ceiling (`examples/ceiling.rs`, the same
+HTTP stack answering a fixed body of the scenario's mean response size,
+driven with the very same requests file), latency at half that rate (paced)
+against the ceiling's at the same rate, CPU per request of the server (and
+of PostgreSQL). Every answer must be 2xx: a scenario with any other status
+or a socket error stops the run, naming it. With --quick, wrk counts the
+statuses itself and the writer must have written.
+
+Timings are printed, never asserted: these machines are shared and noisy,
+so read ratios measured in one run. Release binaries are looked for in
+$CARGO_TARGET_DIR/release (default: target/release beside this folder).
 """
 
 import argparse
+import bisect
+import itertools
 import json
 import os
+import random
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections import defaultdict
+from types import SimpleNamespace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RELEASE = os.path.join(ROOT, "target", "release")
+# cargo's own rule: $CARGO_TARGET_DIR, relative to where cargo runs (ROOT).
+RELEASE = os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR") or "target", "release")
 PROXYDECK = os.path.join(RELEASE, "proxydeck")
 TOKENS = 25  # the benchmark user's tokens: more than a page of them
 
@@ -39,10 +81,13 @@ def run(args, **kwargs):
     return subprocess.run(args, check=True, **kwargs)
 
 
-def build():
+def build(mix=False):
+    """The release binaries the run needs (cargo honours CARGO_TARGET_DIR)."""
     log("building the release binaries")
-    run(["cargo", "build", "--release", "--quiet", "--bin", "proxydeck",
-         "--example", "generate", "--example", "ceiling"], cwd=ROOT)
+    examples = ["--example", "generate", "--example", "ceiling"]
+    if mix:
+        examples += ["--example", "bench_store"]
+    run(["cargo", "build", "--release", "--quiet", "--bin", "proxydeck", *examples], cwd=ROOT)
 
 
 def ensure_oha():
@@ -276,12 +321,808 @@ def report(runs, shape, args):
               f"(the ceiling at the same rate: {run_['half_ceiling']['p99']:.2f} ms)")
 
 
+# ---------------------------------------------------------------------------
+# The realistic traffic (--mix)
+# ---------------------------------------------------------------------------
+
+MIX_LUA = os.path.join(ROOT, "bench", "mix.lua")
+BENCH_STORE = os.path.join(RELEASE, "examples", "bench_store")
+# The names `bench_store mint` gives a user's tokens, in turn.
+MINT_NAMES = ("ci", "deploy", "laptop", "terraform", "monitoring")
+WRITES_PER_SECOND = 50
+SERVE_APPLICATION = "proxydeck-bench-serve"  # the server's PostgreSQL application_name
+WRITER_APPLICATION = "proxydeck-bench-writer"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+# The two callers compared (a caller in 1,000 organizations, one in a
+# single one) run at 4 connections, not --connections: a page of
+# bench-agency's is a range read in each of its organizations, about 100 ms
+# on PostgreSQL with 1,000 of them, and 32 such requests at once queue past
+# the store's wait limit (--db-timeout, 2 s) into 503s (seen on 100,000
+# projects in 1,000 organizations), which would end the run.
+COMPARED_CONNECTIONS = 4
+# The scenarios, in the order they run: name; whether latency is also
+# measured at half the maximum rate; connections (None: --connections).
+MIX_SCENARIOS = [
+    ("mix", True, None),
+    ("projects", True, None),
+    ("api_tokens", True, None),
+    ("proxy settings", True, None),
+    ("agency random pages", False, COMPARED_CONNECTIONS),
+    ("one-organization random pages", False, COMPARED_CONNECTIONS),
+    ("first page, one connection", False, 1),
+]
+
+
+def ensure_wrk():
+    """wrk from Debian's packages, when it is missing."""
+    if shutil.which("wrk") is None:
+        log("wrk is missing: running apt-get update, then apt-get install -y wrk")
+        run(["apt-get", "update", "-q"], stdout=subprocess.DEVNULL)
+        run(["apt-get", "install", "-y", "-q", "wrk"], stdout=subprocess.DEVNULL)
+
+
+def org_id(n):
+    """The id `generate` gives organization n (examples/bench_data::org_id)."""
+    return f"{n + 1:08x}-0000-7000-8000-{n:012x}"
+
+
+def project_id(i):
+    """The id `generate` gives project i (numbers follow creation order)."""
+    return f"prj-{i:08}"
+
+
+class MixData:
+    """What the request files are drawn from: `generate --mix --meta`'s
+    meta.json and the tokens `bench_store mint` made (user -> [(token id,
+    secret)], in mint order)."""
+
+    def __init__(self, meta, tokens):
+        self.organizations = meta["organizations"]
+        self.projects = sum(len(projects) for projects in self.organizations)
+        self.user_ids = [user for user, _ in meta["users"]]
+        self.organizations_of = {user: organizations for user, organizations in meta["users"]}
+        owner = [0] * self.projects
+        for n, projects in enumerate(self.organizations):
+            for i in projects:
+                owner[i] = n
+        self.revised_of = defaultdict(list)  # organization -> [(project, revision count)]
+        for i, count in meta["revised"]:
+            self.revised_of[owner[i]].append((i, count))
+        self.tokens = tokens
+        self._cumulative = {}
+
+    def visible_project(self, user, rng):
+        """A project of one of `user`'s organizations, each as likely."""
+        organizations = self.organizations_of[user]
+        if len(organizations) == len(self.organizations):
+            return rng.randrange(self.projects)
+        cumulative = self._cumulative.get(user)
+        if cumulative is None:
+            sizes = (len(self.organizations[n]) for n in organizations)
+            cumulative = self._cumulative[user] = list(itertools.accumulate(sizes))
+        k = rng.randrange(cumulative[-1])
+        slot = bisect.bisect_right(cumulative, k)
+        return self.organizations[organizations[slot]][k - (cumulative[slot - 1] if slot else 0)]
+
+
+def query(path, params):
+    """`path` with its query string (none when `params` is empty)."""
+    return f"{path}?{urllib.parse.urlencode(params)}" if params else path
+
+
+def projects_path(data, user, rng):
+    """A page of /v1/projects that `user` may read: 40% first pages, the
+    rest after a random start key it can see; a third oldest first
+    (`order_direction=ASC`); a fifth of one of its organizations
+    (`organization_id`, start keys then from it); `limit=20` 80% of the
+    time, the default (20) 15%, `limit=100` 5%."""
+    params = []
+    organization = None
+    if rng.random() < 0.2:
+        organization = rng.choice([n for n in data.organizations_of[user] if data.organizations[n]])
+        params.append(("organization_id", org_id(organization)))
+    limit = rng.random()
+    if limit < 0.8:
+        params.append(("limit", 20))
+    elif limit >= 0.95:
+        params.append(("limit", 100))
+    if rng.random() >= 0.4:
+        start = (rng.choice(data.organizations[organization]) if organization is not None
+                 else data.visible_project(user, rng))
+        params.append(("start_key", project_id(start)))
+    if rng.random() < 1 / 3:
+        params.append(("order_direction", "ASC"))
+    return query("/v1/projects", params)
+
+
+def api_tokens_path(data, user, rng):
+    """A page of `user`'s own /v1/api_tokens: 45% first pages, 25% first
+    pages of one name (`name=`, one its tokens have), 30% after one of its
+    own tokens (`start_key`, from the mint output); a third oldest first;
+    `limit=20` 80% of the time, the default (20) otherwise."""
+    tokens = data.tokens[user]
+    params = []
+    kind = rng.random()
+    if kind < 0.25:
+        params.append(("name", MINT_NAMES[rng.randrange(min(len(tokens), len(MINT_NAMES)))]))
+    if rng.random() < 0.8:
+        params.append(("limit", 20))
+    if 0.25 <= kind < 0.55:
+        params.append(("start_key", rng.choice(tokens)[0]))
+    if rng.random() < 1 / 3:
+        params.append(("order_direction", "ASC"))
+    return query("/v1/api_tokens", params)
+
+
+def proxy_settings_path(data, user, rng):
+    """The proxy settings of a revised project that `user` may read (one of
+    its organizations drawn, then one of that organization's revised
+    projects): `limit=20` or the default (100) half the time each; 30% of
+    those with two revisions or more after a revision below the last
+    (`start_key`)."""
+    organizations = [n for n in data.organizations_of[user] if data.revised_of[n]]
+    project, count = rng.choice(data.revised_of[rng.choice(organizations)])
+    params = []
+    if rng.random() < 0.5:
+        params.append(("limit", 20))
+    if count > 1 and rng.random() < 0.3:
+        params.append(("start_key", rng.randint(1, count - 1)))
+    return query(f"/v1/projects/{project_id(project)}/proxy-settings", params)
+
+
+def token_pool(data, rng, size):
+    """`size` distinct tokens (user, secret), each of a user drawn evenly
+    from all users, so that about 1% belong to users in many
+    organizations."""
+    total = sum(len(tokens) for tokens in data.tokens.values())
+    size = min(size, total // 2)
+    pool, seen = [], set()
+    while len(pool) < size:
+        user = rng.choice(data.user_ids)
+        token_id, secret = rng.choice(data.tokens[user])
+        if token_id not in seen:
+            seen.add(token_id)
+            pool.append((user, secret))
+    return pool
+
+
+def make_request_files(data, folder, lines, pool_size, seed):
+    """Writes one requests file per scenario (`TOKEN<TAB>PATH` lines, what
+    bench/mix.lua reads) into `folder`; answers {scenario: path}. The same
+    seed, data and tokens give the same files."""
+    rng = random.Random(seed)
+    pool = token_pool(data, rng, pool_size)
+    kinds = {"projects": projects_path, "api_tokens": api_tokens_path,
+             "proxy settings": proxy_settings_path}
+
+    def mixed(rng):
+        draw = rng.random()
+        return kinds["projects" if draw < 0.5 else "api_tokens" if draw < 0.75 else "proxy settings"]
+
+    def from_pool(choose_kind):
+        for _ in range(lines):
+            user, secret = rng.choice(pool)
+            yield secret, choose_kind(rng)(data, user, rng)
+
+    def secrets_of(user):
+        return [secret for _, secret in data.tokens[user]]
+
+    agency, one = secrets_of("bench-agency"), secrets_of("bench-user")
+    organization_0 = data.organizations[0]
+    contents = {
+        "mix": from_pool(mixed),
+        **{name: from_pool(lambda _, kind=kind: kind) for name, kind in kinds.items()},
+        "agency random pages": (
+            (rng.choice(agency), f"/v1/projects?start_key={project_id(rng.randrange(data.projects))}")
+            for _ in range(lines)),
+        "one-organization random pages": (
+            (rng.choice(one), f"/v1/projects?start_key={project_id(rng.choice(organization_0))}")
+            for _ in range(lines)),
+        "first page, one connection": ((rng.choice(agency), "/v1/projects") for _ in range(min(lines, 1000))),
+    }
+    os.makedirs(folder, exist_ok=True)
+    files = {}
+    for name, requests in contents.items():
+        files[name] = os.path.join(folder, name.replace(" ", "-").replace(",", "") + ".tsv")
+        with open(files[name], "w") as out:
+            out.writelines(f"{secret}\t{path}\n" for secret, path in requests)
+    return files
+
+
+def cpu_seconds(pid):
+    """A process's CPU time so far, user and system (/proc/PID/stat's utime
+    and stime)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def postgres_processes():
+    """CPU seconds of every process of this machine named `postgres` (a
+    local cluster's postmaster, background processes and backends), by pid."""
+    spent = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm") as comm:
+                if comm.read().strip() != "postgres":
+                    continue
+            spent[int(entry)] = cpu_seconds(entry)
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return spent
+
+
+def psql(url, sql):
+    """One statement's rows, as psql's unaligned output."""
+    return run(["psql", url, "-qAtc", sql], capture_output=True, text=True).stdout
+
+
+def parent_of(pid):
+    """A process's parent pid (/proc/PID/stat's ppid)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def children_cpu(pid):
+    """CPU time of a process's children that ended and were waited for
+    (/proc/PID/stat's cutime and cstime)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / CLOCK_TICKS
+
+
+class PsqlSession:
+    """One psql process kept open for many small queries (a query costs no
+    process start, so it can be asked often while a measurement runs)."""
+
+    END = "-- end of answer --"
+
+    def __init__(self, url):
+        self.process = subprocess.Popen(["psql", url, "-qAtX", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.lock = threading.Lock()
+
+    def rows(self, sql):
+        """The rows of one statement, each a list of its columns' texts."""
+        with self.lock:
+            self.process.stdin.write(f"{sql};\nSELECT '{self.END}';\n")
+            self.process.stdin.flush()
+            rows = []
+            for line in self.process.stdout:
+                line = line.rstrip("\n")
+                if line == self.END:
+                    return rows
+                rows.append(line.split("|"))
+            raise SystemExit(f"psql ended (exit {self.process.wait()}) while asked: {sql}")
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=10)
+
+
+class CpuMeter:
+    """CPU time a measurement cost: the process `pid`'s and, given
+    `postgres` (an admin URL of the cluster the server uses), PostgreSQL's:
+    `pg_serving`, the backends of the server's connections (found by their
+    application_name), and `pg_all`, every process of that cluster (the
+    writer's statements, background work, and whatever else runs on it
+    included).
+
+    The server closes a connection whose transaction a request left
+    unfinished (wrk ends with requests in flight), and opens another when it
+    next needs one, so backends come and go within a measurement: a thread
+    looks for the server's backends every 200 ms and notes each one's CPU
+    every 50 ms, and a gone one counts what it was last seen at. For
+    `pg_all`, ended processes are counted exactly, through the postmaster's
+    CPU of children waited for."""
+
+    def __init__(self, pid, postgres=None):
+        self.pid = pid
+        self.session = PsqlSession(postgres) if postgres else None
+        self.others_seen = 0  # other clients found active on the cluster
+        self.serving = {}  # serving backend pid -> CPU seconds last seen
+        self.postmaster = None
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        if postgres:
+            self._find_serving()
+            threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self):
+        tick = 0
+        while not self.stopped.wait(0.05):
+            tick += 1
+            if tick % 4 == 0:
+                self._find_serving()
+            self._note_serving()
+
+    def _find_serving(self):
+        rows = self.session.rows("SELECT pid, application_name, state FROM pg_stat_activity "
+                                 "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+        for backend, application, state in rows:
+            if application == SERVE_APPLICATION:
+                with self.lock:
+                    self.serving.setdefault(int(backend), 0.0)
+                if self.postmaster is None:
+                    self.postmaster = parent_of_or_none(int(backend))
+            elif state == "active" and not application.startswith("proxydeck-bench"):
+                self.others_seen += 1
+
+    def _note_serving(self):
+        with self.lock:
+            for backend in list(self.serving):
+                try:
+                    self.serving[backend] = cpu_seconds(backend)
+                except (OSError, IndexError, ValueError):
+                    pass  # gone: keeps what it was last seen at
+
+    def close(self):
+        self.stopped.set()
+        if self.session:
+            self.session.close()
+
+    def snapshot(self):
+        """The counters now."""
+        taken = {"process": cpu_seconds(self.pid)}
+        if self.session:
+            self._find_serving()
+            self._note_serving()
+            with self.lock:
+                taken["serving"] = dict(self.serving)
+            if self.postmaster:
+                taken["cluster"] = {backend: spent for backend, spent in postgres_processes().items()
+                                    if backend == self.postmaster
+                                    or parent_of_or_none(backend) == self.postmaster}
+                taken["reaped"] = children_cpu(self.postmaster)
+        return taken
+
+    @staticmethod
+    def spent(before, after):
+        """CPU seconds between two snapshots: `process`, and on PostgreSQL
+        `pg_serving` and `pg_all` (a process born meanwhile counts whole)."""
+        spent = {"process": after["process"] - before["process"]}
+        if "serving" in after:
+            old, new = before["serving"], after["serving"]
+            spent["pg_serving"] = sum(new[backend] - old.get(backend, 0) for backend in new)
+        if "cluster" in after and "cluster" in before:
+            old, new = before["cluster"], after["cluster"]
+            ended = sum(old[backend] for backend in old if backend not in new)
+            spent["pg_all"] = (sum(new[backend] - old.get(backend, 0) for backend in new)
+                               + after["reaped"] - before["reaped"] - ended)
+        return spent
+
+
+def parent_of_or_none(pid):
+    """`parent_of`, or None for a process gone meanwhile."""
+    try:
+        return parent_of(pid)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def wrk(url, requests_file, seconds, connections, delay_ms=None, count_status=False):
+    """One wrk run of bench/mix.lua on `requests_file`; answers its JSON
+    line (see mix.lua). Two threads (one for one connection)."""
+    args = ["wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s",
+            "-s", MIX_LUA, url, "--", requests_file]
+    if delay_ms is not None:
+        args.append(f"{delay_ms:.4f}")
+    env = dict(os.environ, MIX_COUNT_STATUS="1" if count_status else "0")
+    done = subprocess.run(args, capture_output=True, text=True, env=env)
+    results = [line for line in done.stdout.splitlines() if line.startswith('{"requests"')]
+    if done.returncode != 0 or not results:
+        raise SystemExit(f"wrk failed (exit {done.returncode}): {done.stderr.strip()} {done.stdout.strip()}")
+    return json.loads(results[-1])
+
+
+def measure_mix(scenario, target, url, requests_file, seconds, connections, args, meter, delay_ms=None):
+    """`seconds` of wrk on `target` (the service or the ceiling) with the
+    scenario's requests file: throughput, latency (µs), CPU. Stops the run
+    when any answer was not 2xx or any socket error happened."""
+    before = meter.snapshot()
+    result = wrk(url, requests_file, seconds, connections, delay_ms, count_status=args.quick)
+    spent = meter.spent(before, meter.snapshot())
+    errors = result["errors"]
+    if result["non_2xx"] or any(errors.values()):
+        raise SystemExit(f"scenario {scenario!r} on {target}: {result['non_2xx']} answers not 2xx, "
+                         f"errors {errors} in {result['requests']} requests")
+    requests = max(result["requests"], 1)
+    return {
+        "rps": result["requests_per_s"], "requests": result["requests"],
+        "seconds": result["duration_us"] / 1e6, "bytes_per_request": result["bytes"] / requests,
+        "latency_us": result["latency_us"], "cpu_seconds": spent, "delay_ms": delay_ms,
+    }
+
+
+def spot_check(scenario, base, requests_file, samples):
+    """Asks `samples` lines of the file, spread over it, with urllib: each
+    must answer 200 with a JSON object holding `data`. Answers the bodies'
+    mean size in bytes."""
+    with open(requests_file) as lines:
+        requests = [line.rstrip("\n").split("\t", 1) for line in lines]
+    step = max(1, len(requests) // samples)
+    sizes = []
+    for token, path in requests[::step][:samples]:
+        status, body = fetch(base + path, token)
+        if status != 200:
+            raise SystemExit(f"scenario {scenario!r}: {path} answered {status}: {body[:300]!r}")
+        page = json.loads(body)
+        if not isinstance(page.get("data"), list):
+            raise SystemExit(f"scenario {scenario!r}: {path} answered no data list: {body[:300]!r}")
+        sizes.append(len(body))
+    return sum(sizes) / len(sizes)
+
+
+class MixCeiling:
+    """The ceiling (examples/ceiling.rs) answering the scenario's mean body
+    size, driven with the scenario's own requests file and connections (its
+    paths and tokens are ignored, but wrk does the same work), so that a
+    share compares like with like."""
+
+    def __init__(self, scenario, size, requests_file, connections, args, env, work):
+        self.scenario, self.requests_file, self.connections, self.args = scenario, requests_file, connections, args
+        port = free_port()
+        self.base = f"http://127.0.0.1:{port}/"
+        self.log = os.path.join(work, f"ceiling-{port}.log")
+        self.server = Process([os.path.join(RELEASE, "examples", "ceiling"), f"127.0.0.1:{port}", str(round(size))],
+                              env, self.log)
+
+    def __enter__(self):
+        self.server.wait_answering(self.base, "none")
+        self.meter = CpuMeter(self.server.process.pid)
+        return self
+
+    def measure(self, seconds=None, delay_ms=None):
+        """One measurement of the ceiling (as `alternate()` wants it)."""
+        return measure_mix(self.scenario, "the ceiling", self.base, self.requests_file,
+                           seconds or self.args.seconds, self.connections, self.args, self.meter, delay_ms)
+
+    def __exit__(self, failure, *_):
+        self.server.stop()
+        if failure is None:
+            os.remove(self.log)  # as long as the service's, and of no interest once it went well
+
+
+def paced(measure, rate, connections, calibrate_seconds, seconds):
+    """Latency at about `rate` requests/s: `measure(seconds, delay_ms)` with
+    each of `connections` waiting a delay between an answer and its next
+    request. The delay is first 1000 * connections / rate ms; with
+    `calibrate_seconds`, a first run finds what a cycle costs beyond the
+    delay (the request's own time, the timer's slack) and the delay is
+    shortened by as much. The achieved rate is in the figures (`rps`)."""
+    delay = 1000 * connections / rate
+    if calibrate_seconds:
+        probe = measure(calibrate_seconds, delay)
+        overhead = 1000 * connections / probe["rps"] - delay
+        delay = max(0.0, delay - overhead)
+    figures = measure(seconds, delay)
+    figures["target_rps"] = rate
+    return figures
+
+
+def per_request_us(measurements, key):
+    """CPU µs per request over `measurements` (None when not measured)."""
+    requests = sum(m["requests"] for m in measurements)
+    if not requests or key not in measurements[0]["cpu_seconds"]:
+        return None
+    return 1e6 * sum(m["cpu_seconds"][key] for m in measurements) / requests
+
+
+def mix_scenario(name, paced_too, connections, base, requests_file, meter, args, env, work):
+    """One scenario against a running server: spot check, then rounds
+    alternating with the ceiling, then (when `paced_too`) latency at half
+    the measured rate, the ceiling's at the same rate after it."""
+    connections = connections or args.connections
+    size = spot_check(name, base, requests_file, args.samples)
+    log(f"  {name}: mean body {size:,.0f} bytes; {args.rounds} rounds of {args.seconds} s "
+        f"alternating with the ceiling, {connections} connections")
+    service_rounds, ceiling_rounds = [], []
+
+    def service(seconds=None, delay_ms=None):
+        return measure_mix(name, "proxydeck", base, requests_file, seconds or args.seconds, connections,
+                           args, meter, delay_ms)
+
+    with MixCeiling(name, size, requests_file, connections, args, env, work) as ceiling:
+        if args.warmup:
+            service(args.warmup)
+            ceiling.measure(args.warmup)
+
+        def ceiling_round():
+            figures = ceiling.measure()
+            ceiling_rounds.append(figures)
+            return figures
+
+        def service_round():
+            figures = service()
+            service_rounds.append(figures)
+            return figures
+
+        figures = alternate(SimpleNamespace(measure=ceiling_round), service_round, args.rounds)
+        result = {
+            "scenario": name, "connections": connections, "body_bytes": size, "full": figures,
+            "cpu_us": {key: per_request_us(service_rounds, key) for key in ("process", "pg_serving", "pg_all")},
+            "ceiling_cpu_us": per_request_us(ceiling_rounds, "process"),
+        }
+        if paced_too:
+            rate = figures["rps"] / 2
+            log(f"  {name}: latency at {rate:,.0f} requests/s (half the maximum), then the ceiling's")
+            result["half"] = paced(service, rate, connections, args.calibrate, args.paced_seconds)
+            result["half_ceiling"] = paced(ceiling.measure, rate, connections, args.calibrate, args.paced_seconds)
+    return result
+
+
+class Writer:
+    """`bench_store write` beside the server: about WRITES_PER_SECOND writes
+    a second through the store's own write paths, until `stop()`."""
+
+    def __init__(self, database, meta_path, env, stderr_path, seed):
+        self.stderr = open(stderr_path, "wb")
+        self.process = subprocess.Popen(
+            [BENCH_STORE, "write", "--database", database, "--meta", meta_path,
+             "--rate", str(WRITES_PER_SECOND), "--seed", str(seed)],
+            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+
+    def stop(self):
+        """Ends the writer (its stdin closed) and answers its counts."""
+        out, _ = self.process.communicate(timeout=60)
+        self.stderr.close()
+        if self.process.returncode != 0 or not out.strip():
+            raise SystemExit(f"the writer failed (exit {self.process.returncode}); see {self.stderr.name}")
+        return json.loads(out.strip().splitlines()[-1])
+
+
+def caches_flag_supported():
+    """Whether this proxydeck's `serve` takes `--caches` (being added on main)."""
+    shown = subprocess.run([PROXYDECK, "serve", "--help"], capture_output=True, text=True)
+    return re.search(r"--caches(?![\w-])", shown.stdout + shown.stderr) is not None
+
+
+def mix_modes():
+    """The server runs of each store: (label, serve flags)."""
+    if caches_flag_supported():
+        return [("on", ["--caches", "all"]), ("off", ["--caches", "none"])]
+    log("this proxydeck has no --caches flag: the caches-off rows run with the caches on, labelled so")
+    return [("on", []), ("off: not supported by this binary", [])]
+
+
+def mix_mode(store, caches, flags, urls, files, meta_path, args, env, work, seed):
+    """One server (caches on or off) and one writer on an imported store:
+    every scenario. Answers the figures, the writer's counts, peak RSS."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log(f"{store}, caches {caches}: serving on {base}")
+    server = Process([PROXYDECK, "--database", urls["serve"], "serve", "--listen", f"127.0.0.1:{port}",
+                      "--rate-limit", "off", *flags],
+                     env, os.path.join(work, f"serve-{store}-{caches.split(':')[0]}.log"))
+    try:
+        with open(files["mix"]) as first:
+            token = first.readline().split("\t", 1)[0]
+        server.wait_answering(f"{base}/v1/projects?limit=1", token)
+        meter = CpuMeter(server.process.pid, urls.get("admin"))
+        writer = Writer(urls["writer"], meta_path, env,
+                        os.path.join(work, f"writer-{store}-{caches.split(':')[0]}.log"), seed)
+        try:
+            scenarios = [mix_scenario(name, paced_too, connections, base, files[name], meter, args, env, work)
+                         for name, paced_too, connections in MIX_SCENARIOS]
+        finally:
+            writes = writer.stop()
+            meter.close()
+        if writes["writes"] == 0 or (args.quick and writes["errors"]):
+            raise SystemExit(f"{store}, caches {caches}: the writer made {writes['writes']} writes "
+                             f"and {writes['errors']} errors")
+        rss = server.peak_rss_mib()
+    finally:
+        server.stop()
+    return {"caches": caches, "scenarios": scenarios, "writer": writes, "rss_mib": rss,
+            "other_postgres_clients_seen": meter.others_seen if urls.get("admin") else None}
+
+
+def mix_store(store, urls, data_file, meta_path, meta, modes, args, env, work):
+    """A store's whole run: import (timed), VACUUM ANALYZE on PostgreSQL,
+    tokens, request files, then each mode (caches on, off)."""
+    log(f"{store}: importing")
+    started = time.monotonic()
+    run([PROXYDECK, "--database", urls["import"], "admin", "import", data_file, "--quiet", "--json"],
+        env=env, stdout=subprocess.DEVNULL)
+    import_seconds = time.monotonic() - started
+    log(f"{store}: minting tokens (bench_store mint)")
+    started = time.monotonic()
+    minted = run([BENCH_STORE, "mint", "--database", urls["import"], "--meta", meta_path, "--per-user", "2",
+                  "--extra", "bench-user:25", "--extra", "bench-agency:25"],
+                 env=env, capture_output=True, text=True).stdout
+    mint_seconds = time.monotonic() - started
+    tokens = defaultdict(list)
+    for line in minted.splitlines():
+        user, token_id, secret = line.split("\t")
+        tokens[user].append((token_id, secret))
+    if "admin" in urls:
+        log(f"{store}: VACUUM ANALYZE of the schema's tables (as autovacuum would)")
+        tables = psql(urls["admin"], f"SELECT tablename FROM pg_tables WHERE schemaname = '{urls['schema']}'").split()
+        run(["psql", urls["admin"], "-qc", "VACUUM ANALYZE " + ", ".join(f"{urls['schema']}.{t}" for t in tables)])
+    log(f"{store}: writing the request files")
+    files = make_request_files(MixData(meta, tokens), os.path.join(work, f"requests-{store}"),
+                               args.lines, args.pool, seed=1)
+    runs = [mix_mode(store, caches, flags, urls, files, meta_path, args, env, work, seed=k + 1)
+            for k, (caches, flags) in enumerate(modes)]
+    return {"store": store, "import_seconds": import_seconds, "mint_seconds": mint_seconds,
+            "tokens": sum(len(t) for t in tokens.values()), "runs": runs}
+
+
+def postgres_urls(base, schema):
+    """The URLs of a run in `schema` of the database `base`: each client
+    names itself (application_name) so that its backends can be told apart."""
+    separator = "&" if "?" in base else "?"
+    in_schema = f"{base}{separator}options=-csearch_path%3D{schema}"
+    return {"import": in_schema, "serve": f"{in_schema}&application_name={SERVE_APPLICATION}",
+            "writer": f"{in_schema}&application_name={WRITER_APPLICATION}", "admin": base, "schema": schema}
+
+
+def fmt(value, pattern="{:,.0f}"):
+    """A figure for a table ("-" when not measured)."""
+    return "-" if value is None else pattern.format(value)
+
+
+def pct(ratio):
+    """A share in percent: whole under 10% would hide the small ones."""
+    return f"{100 * ratio:.0f}%" if ratio >= 0.1 else f"{100 * ratio:.2g}%"
+
+
+def report_mix(stores, shape, args):
+    """The Markdown tables of a --mix run, on stdout."""
+    print()
+    print(f"Data: {shape['projects']:,} projects in {shape['organizations']:,} organizations "
+          f"({shape['big']} big), {shape['users']:,} users plus bench-user (one big organization) and "
+          f"bench-agency (all of them). Requests: {args.lines:,} lines a file, tokens from a pool of "
+          f"{args.pool:,} (users drawn evenly). Load: wrk + bench/mix.lua, {args.connections} connections "
+          f"(the two callers compared: {COMPARED_CONNECTIONS}; \"first page, one connection\": 1), "
+          f"2 threads, keep-alive, uncompressed; a writer makes about {WRITES_PER_SECOND} writes/s all along. "
+          f"Each scenario: {args.rounds} rounds of {args.seconds} s, each right after {args.seconds} s of the "
+          f"ceiling (the same HTTP stack answering a fixed body of the scenario's mean size, driven with the "
+          f"same requests); the round of the median share is shown.")
+    print()
+    print("Throughput at full load. CPU µs/request: over all rounds, the server process's own (utime+stime), "
+          "the ceiling's, and on PostgreSQL the backends of the server's connections / every PostgreSQL "
+          "process (the writer's statements and background work included).")
+    print()
+    print("| store | caches | scenario | requests/s | of ceiling (median) | range | ceiling requests/s "
+          "| mean body bytes | server CPU µs/req | ceiling CPU µs/req | PostgreSQL CPU µs/req (serving / all) |")
+    print("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
+    for store in stores:
+        for run_ in store["runs"]:
+            for s in run_["scenarios"]:
+                f = s["full"]
+                pg = (f"{fmt(s['cpu_us']['pg_serving'])} / {fmt(s['cpu_us']['pg_all'])}"
+                      if s["cpu_us"]["pg_all"] is not None else "-")
+                print(f"| {store['store']} | {run_['caches']} | {s['scenario']} | {f['rps']:,.0f} | "
+                      f"{pct(share(f))} | {pct(min(f['shares']))}-{pct(max(f['shares']))} | "
+                      f"{f['ceiling']['rps']:,.0f} | {s['body_bytes']:,.0f} | {fmt(s['cpu_us']['process'])} | "
+                      f"{fmt(s['ceiling_cpu_us'])} | {pg} |")
+    print()
+    print("Latency at half the maximum rate (paced: each connection waits between an answer and its next "
+          "request), in µs, from wrk (request written to answer read); the ceiling at the same asked rate, "
+          "just after. Rates: asked / achieved.")
+    print()
+    print("| store | caches | scenario | rate asked | achieved | p50 | p99 | p99.9 | max "
+          "| ceiling achieved | ceiling p50 | p99 | p99.9 | max |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for store in stores:
+        for run_ in store["runs"]:
+            for s in run_["scenarios"]:
+                if "half" not in s:
+                    continue
+                h, c = s["half"], s["half_ceiling"]
+                hl, cl = h["latency_us"], c["latency_us"]
+                print(f"| {store['store']} | {run_['caches']} | {s['scenario']} | {h['target_rps']:,.0f} | "
+                      f"{h['rps']:,.0f} | {hl['p50']:,} | {hl['p99']:,} | {hl['p99_9']:,} | {hl['max']:,} | "
+                      f"{c['rps']:,.0f} | {cl['p50']:,} | {cl['p99']:,} | {cl['p99_9']:,} | {cl['max']:,} |")
+    print()
+    print("Latency at full load (the median round), in µs, against the ceiling's in the round just before.")
+    print()
+    print("| store | caches | scenario | connections | p50 | p99 | p99.9 | max | ceiling p50 | p99 | p99.9 | max |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for store in stores:
+        for run_ in store["runs"]:
+            for s in run_["scenarios"]:
+                fl, cl = s["full"]["latency_us"], s["full"]["ceiling"]["latency_us"]
+                print(f"| {store['store']} | {run_['caches']} | {s['scenario']} | {s['connections']} | "
+                      f"{fl['p50']:,} | {fl['p99']:,} | {fl['p99_9']:,} | {fl['max']:,} | "
+                      f"{cl['p50']:,} | {cl['p99']:,} | {cl['p99_9']:,} | {cl['max']:,} |")
+    print()
+    for store in stores:
+        print(f"{store['store']}: import {shape['projects'] / store['import_seconds']:,.0f} projects/s "
+              f"({store['import_seconds']:.1f} s for the whole data set); {store['tokens']:,} tokens minted "
+              f"in {store['mint_seconds']:.1f} s.")
+        for run_ in store["runs"]:
+            w = run_["writer"]
+            by = {s["scenario"]: s["full"] for s in run_["scenarios"]}
+            agency, one = by["agency random pages"], by["one-organization random pages"]
+            others = run_["other_postgres_clients_seen"]
+            print(f"- caches {run_['caches']}: server peak RSS {run_['rss_mib']:.0f} MiB; writer: {w['writes']:,} "
+                  f"writes in {w['seconds']:.0f} s ({w['writes'] / max(w['seconds'], 1e-9):.0f}/s: "
+                  f"{w['projects_imported']:,} projects imported again, {w['tokens_created']:,} tokens created, "
+                  f"{w['tokens_revoked']:,} revoked), {w['errors']} errors; agency random pages at "
+                  f"{pct(share(agency) / share(one))} of one-organization random pages (shares of the "
+                  f"ceiling compared)"
+                  + (f"; other clients seen active on the PostgreSQL cluster: {others} times" if others else "")
+                  + ".")
+
+
+def run_mix(args):
+    """The realistic-traffic benchmark (--mix): every store, every mode."""
+    if args.quick:
+        shape = dict(projects=20_000, organizations=100, users=500, big=8)
+        settings = dict(seconds=1, warmup=0, rounds=1, connections=4, lines=2_000, pool=500,
+                        samples=20, calibrate=1, paced_seconds=1)
+    else:
+        shape = dict(projects=1_000_000, organizations=1_000, users=10_000, big=8)
+        seconds = args.seconds or 5
+        settings = dict(seconds=seconds, warmup=min(3, seconds), rounds=5, connections=32, lines=200_000,
+                        pool=1_000, samples=100, calibrate=min(2, seconds), paced_seconds=2 * seconds)
+    for key in ("projects", "organizations", "users"):
+        if getattr(args, key) is not None:
+            shape[key] = getattr(args, key)
+    for key, value in settings.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+
+    build(mix=True)
+    ensure_wrk()
+    modes = mix_modes()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROXYDECK_")}
+    env["RUST_LOG"] = env.get("RUST_LOG", "info,refinery_core=warn")
+    stores = []
+    with tempfile.TemporaryDirectory(prefix="proxydeck-mix-") as work:
+        data_file, meta_path = os.path.join(work, "data.ndjson"), os.path.join(work, "meta.json")
+        log(f"generating the mix data: {shape['projects']:,} projects, {shape['organizations']:,} "
+            f"organizations, {shape['users']:,} users")
+        with open(data_file, "w") as out:
+            run([os.path.join(RELEASE, "examples", "generate"), "--mix", "--projects", str(shape["projects"]),
+                 "--organizations", str(shape["organizations"]), "--users", str(shape["users"]),
+                 "--big-organizations", str(shape["big"]), "--meta", meta_path], stdout=out)
+        with open(meta_path) as file:
+            meta = json.load(file)
+        urls = {"import": f"sqlite://{work}/mix.db"}
+        urls["serve"] = urls["writer"] = urls["import"]
+        stores.append(mix_store("SQLite", urls, data_file, meta_path, meta, modes, args, env, work))
+        if args.postgres:
+            schema = f"proxydeck_mix_{os.getpid()}"
+            run(["psql", args.postgres, "-qc", f"DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"])
+            try:
+                stores.append(mix_store("PostgreSQL", postgres_urls(args.postgres, schema), data_file, meta_path,
+                                        meta, modes, args, env, work))
+            finally:
+                run(["psql", args.postgres, "-qc", f"DROP SCHEMA IF EXISTS {schema} CASCADE"])
+    report_mix(stores, shape, args)
+    if args.json_out:
+        with open(args.json_out, "w") as out:
+            json.dump({"shape": shape, "settings": {k: getattr(args, k) for k in settings},
+                       "writes_per_second": WRITES_PER_SECOND, "stores": stores}, out, indent=1)
+        log(f"figures written to {args.json_out}")
+    if args.quick:
+        print("\nquick mode: every answer under load was counted 2xx by wrk and the writer wrote; "
+              "timings above are not meaningful.")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small data and short runs: checks responses only")
     parser.add_argument("--postgres", metavar="URL", help="also run on this PostgreSQL database (a schema is made in it)")
-    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--connections", type=int, default=None,
+                        help="concurrent connections under load (default 32; --quick: 4)")
+    parser.add_argument("--mix", action="store_true", help="the realistic traffic instead of the fixed scenarios")
+    parser.add_argument("--json-out", metavar="FILE", help="with --mix: also write every figure to FILE as JSON")
+    mix = parser.add_argument_group("with --mix, to try small custom sizes and short runs")
+    for flag in ("projects", "organizations", "users", "seconds", "rounds"):
+        mix.add_argument(f"--{flag}", type=int)
     args = parser.parse_args()
+    if args.mix:
+        run_mix(args)
+        return
+    if args.connections is None:
+        args.connections = 32
     if args.quick:
         shape = dict(projects=3000, organizations=10, focus=1000, revised=2, revisions=50)
         args.seconds, args.warmup, args.connections, args.rounds = 1, 1, 4, 1
