@@ -132,6 +132,7 @@ async fn main() -> anyhow::Result<()> {
             _ => 2,
         },
         timeout: Duration::from_secs(30),
+        ..StoreOptions::default()
     };
     match mode.as_str() {
         "mint" => {

@@ -12,6 +12,12 @@ SELECT setval(pg_get_serial_sequence('organizations', 'number'),
               COALESCE((SELECT MAX(number) + 1 FROM organizations), 0), false);
 CREATE UNIQUE INDEX organizations_number ON organizations (number);
 
+ALTER TABLE users ADD COLUMN memberships TEXT NOT NULL DEFAULT '';
+UPDATE users SET memberships = COALESCE(
+  (SELECT string_agg(o.number || ':' || o.id, ',' ORDER BY o.id)
+     FROM memberships m JOIN organizations o ON o.id = m.organization_id
+    WHERE m.user_id = users.id), '');
+
 ALTER TABLE projects ADD COLUMN organization_number BIGINT;
 UPDATE projects SET organization_number = organizations.number
   FROM organizations WHERE organizations.id = projects.organization_id;

@@ -5,8 +5,15 @@
 //! test "is this project's organization one of the caller's" with integers:
 //! a binary search, or one bit of a [`Bitmap`] that a single statement
 //! takes as a parameter, whatever the number of organizations.
+//!
+//! A user's set is stored whole with the user, as one text (its
+//! [summary](OrganizationSet::summary), `number:id` entries joined by
+//! commas): authenticating a caller in a thousand organizations reads one
+//! row, and the set is made from that text without one allocation per
+//! organization.
 
 use std::hash::{Hash, Hasher};
+use std::ops::Range;
 use std::sync::Arc;
 
 use twox_hash::XxHash3_64;
@@ -21,8 +28,10 @@ pub const MAX_BITMAP_BITS: i64 = 1 << 17;
 pub struct OrganizationSet(Arc<Members>);
 
 struct Members {
-    /// Each organization's id and number, by id.
-    by_id: Vec<(String, i64)>,
+    /// The summary: `number:id` entries, by id, joined by commas.
+    text: String,
+    /// Each organization: where its id is in `text`, and its number; by id.
+    by_id: Vec<(Range<u32>, i64)>,
     /// The numbers, ascending.
     numbers: Vec<i64>,
     /// Of the numbers: the set's part of a listing's key.
@@ -75,16 +84,57 @@ impl OrganizationSet {
     pub fn new(mut members: Vec<(String, i64)>) -> Self {
         members.sort_unstable();
         members.dedup();
-        let mut numbers: Vec<i64> = members.iter().map(|(_, n)| *n).collect();
+        let mut text = String::with_capacity(members.len() * 48);
+        for (i, (id, number)) in members.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&format!("{number}:{id}"));
+        }
+        Self::from_summary(text).expect("a summary written here reads back")
+    }
+
+    /// The set a [summary](Self::summary) describes; an error says what is
+    /// wrong with a text that is not one.
+    pub fn from_summary(text: String) -> Result<Self, String> {
+        let mut by_id = Vec::new();
+        let mut start = 0;
+        while start < text.len() {
+            let end = text[start..].find(',').map_or(text.len(), |at| start + at);
+            let entry = &text[start..end];
+            let parsed = entry
+                .split_once(':')
+                .filter(|(_, id)| !id.is_empty())
+                .and_then(|(number, _)| number.parse::<i64>().ok());
+            let number =
+                parsed.ok_or_else(|| format!("summary entry {entry:?} is not number:id"))?;
+            let id_start = start + entry.find(':').map_or(0, |at| at + 1);
+            by_id.push(((id_start as u32)..(end as u32), number));
+            start = end + 1;
+        }
+        let id_of = |range: &Range<u32>| &text[range.start as usize..range.end as usize];
+        if !by_id.is_sorted_by(|a, b| id_of(&a.0) <= id_of(&b.0)) {
+            by_id.sort_by(|a, b| id_of(&a.0).cmp(id_of(&b.0)));
+        }
+        by_id.dedup_by(|a, b| id_of(&a.0) == id_of(&b.0));
+        let mut numbers: Vec<i64> = by_id.iter().map(|(_, n)| *n).collect();
         numbers.sort_unstable();
+        numbers.dedup();
         let mut hasher = XxHash3_64::default();
         numbers.hash(&mut hasher);
-        Self(Arc::new(Members {
+        Ok(Self(Arc::new(Members {
             bitmap: Bitmap::of(&numbers),
             hash: hasher.finish(),
-            by_id: members,
+            text,
+            by_id,
             numbers,
-        }))
+        })))
+    }
+
+    /// The set as one text, to store with its user: `number:id` entries
+    /// joined by commas (ids are UUIDs: neither a colon nor a comma).
+    pub fn summary(&self) -> &str {
+        &self.0.text
     }
 
     pub fn len(&self) -> usize {
@@ -100,9 +150,14 @@ impl OrganizationSet {
         &self.0.numbers
     }
 
+    fn id_at(&self, index: usize) -> &str {
+        let range = &self.0.by_id[index].0;
+        &self.0.text[range.start as usize..range.end as usize]
+    }
+
     /// The organizations' ids, ascending.
     pub fn ids(&self) -> impl Iterator<Item = &str> {
-        self.0.by_id.iter().map(|(id, _)| id.as_str())
+        (0..self.0.by_id.len()).map(|index| self.id_at(index))
     }
 
     pub fn contains_number(&self, number: i64) -> bool {
@@ -111,12 +166,16 @@ impl OrganizationSet {
 
     /// The number of organization `id`, when it is in the set.
     pub fn number_of(&self, id: &str) -> Option<i64> {
-        let at = self
-            .0
-            .by_id
-            .binary_search_by(|(known, _)| known.as_str().cmp(id))
-            .ok()?;
-        Some(self.0.by_id[at].1)
+        let (mut low, mut high) = (0, self.0.by_id.len());
+        while low < high {
+            let middle = (low + high) / 2;
+            match self.id_at(middle).cmp(id) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => return Some(self.0.by_id[middle].1),
+            }
+        }
+        None
     }
 
     pub fn contains_id(&self, id: &str) -> bool {
@@ -178,6 +237,8 @@ mod tests {
         assert_eq!(s.numbers(), &[3, 7, 12]);
         assert_eq!(s.number_of("org-0007"), Some(7));
         assert_eq!(s.number_of("org-0008"), None);
+        assert_eq!(s.number_of("org-0000"), None);
+        assert_eq!(s.number_of("org-9999"), None);
         assert!(s.contains_number(12) && !s.contains_number(11));
         assert_eq!(s.only("org-0003").unwrap().numbers(), &[3]);
         assert!(s.only("nope").is_none());
@@ -185,6 +246,25 @@ mod tests {
             s.ids().collect::<Vec<_>>(),
             ["org-0003", "org-0007", "org-0012"]
         );
+    }
+
+    #[test]
+    fn a_summary_reads_back_as_the_same_set_in_any_order() {
+        let s = set(&[7, 3, 12]);
+        assert_eq!(s.summary(), "3:org-0003,7:org-0007,12:org-0012");
+        let shuffled =
+            OrganizationSet::from_summary("12:org-0012,3:org-0003,7:org-0007".into()).unwrap();
+        assert_eq!(shuffled, s);
+        assert_eq!(shuffled.number_of("org-0012"), Some(12));
+        assert_eq!(
+            shuffled.ids().collect::<Vec<_>>(),
+            s.ids().collect::<Vec<_>>()
+        );
+        let empty = OrganizationSet::from_summary(String::new()).unwrap();
+        assert!(empty.is_empty() && empty.ids().next().is_none());
+        for bad in ["x:org", "org", "1:a,,2:b", "1:a,b", "1:", ","] {
+            assert!(OrganizationSet::from_summary(bad.into()).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -356,7 +356,13 @@ impl JsonPageWriter {
         }
     }
 
-    pub fn finish(self) -> JsonPage {
+    pub fn finish(mut self) -> JsonPage {
+        // Room was made for a full page: a short one (the last of a list,
+        // a filtered one) gives back what it did not use, since a page may
+        // be kept in memory, weighed by its length.
+        if self.joined.capacity() > self.joined.len() + self.joined.len() / 8 + 256 {
+            self.joined.shrink_to_fit();
+        }
         JsonPage {
             digest: twox_hash::XxHash3_64::oneshot(&self.joined),
             joined: Bytes::from(self.joined),

@@ -1,9 +1,10 @@
 //! Writes of the operator's commands and of token use.
 
-use super::{Db, Param, exists, transaction};
+use super::{Db, Param, exists, query_all, transaction};
 use crate::domain::FieldError;
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::directory::{Organization, User};
+use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::store::{NewToken, StoreError, TokenUse};
 
@@ -114,6 +115,23 @@ pub(super) async fn replace_memberships(
         )
         .await?;
     }
+    // The user's organizations, whole, as authentication reads them.
+    let members = query_all(
+        db,
+        "SELECT m.organization_id, o.number FROM memberships m
+         JOIN organizations o ON o.id = m.organization_id WHERE m.user_id = ?1",
+        &[Param::Text(user_id)],
+        |row| Ok((row.text(0)?, row.int(1)?)),
+    )
+    .await?;
+    db.execute(
+        "UPDATE users SET memberships = ?2 WHERE id = ?1",
+        &[
+            Param::Text(user_id),
+            Param::Text(OrganizationSet::new(members).summary()),
+        ],
+    )
+    .await?;
     Ok(())
 }
 

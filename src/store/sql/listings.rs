@@ -20,43 +20,34 @@ use crate::store::{
 };
 
 /// The token whose digest is `digest`, with its user's organizations: one
-/// statement (one snapshot, no transaction), a row per membership.
+/// row (one statement, no transaction), the organizations as the user's
+/// summary of them, whatever their number.
 pub(super) async fn find_token(
     db: &mut dyn Db,
     digest: &TokenDigest,
 ) -> Result<Option<TokenGrant>, StoreError> {
-    let mut grant: Option<TokenGrant> = None;
-    let mut members = Vec::new();
-    db.query(
+    query_opt(
+        db,
         "SELECT t.id, t.user_id, t.expires_at, t.revoked_at IS NOT NULL, t.last_used_at,
-                m.organization_id, o.number
-         FROM api_tokens t
-         LEFT JOIN memberships m ON m.user_id = t.user_id
-         LEFT JOIN organizations o ON o.id = m.organization_id
+                u.memberships
+         FROM api_tokens t JOIN users u ON u.id = t.user_id
          WHERE t.digest = ?1",
         &[Param::Bytes(&digest.0)],
-        &mut |row| {
-            if grant.is_none() {
-                grant = Some(TokenGrant {
-                    token_id: row.text(0)?,
-                    user_id: row.text(1)?,
-                    organizations: OrganizationSet::new(Vec::new()),
-                    expires_at: timestamp_opt(row, 2)?,
-                    revoked: row.boolean(3)?,
-                    last_used_at: timestamp_opt(row, 4)?,
-                });
-            }
-            if !row.is_null(5)? {
-                members.push((row.text(5)?, row.int(6)?));
-            }
-            Ok(true)
+        |row| {
+            let organizations = OrganizationSet::from_summary(row.text(5)?).map_err(|why| {
+                StoreError::Internal(format!("user {}: {why}", row.str(1).unwrap_or("?")))
+            })?;
+            Ok(TokenGrant {
+                token_id: row.text(0)?,
+                user_id: row.text(1)?,
+                organizations,
+                expires_at: timestamp_opt(row, 2)?,
+                revoked: row.boolean(3)?,
+                last_used_at: timestamp_opt(row, 4)?,
+            })
         },
     )
-    .await?;
-    Ok(grant.map(|grant| TokenGrant {
-        organizations: OrganizationSet::new(members),
-        ..grant
-    }))
+    .await
 }
 
 /// A page of any listing.
