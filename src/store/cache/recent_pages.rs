@@ -9,6 +9,11 @@
 //! during the read changes the mark, and the page is read again next time.
 //! A write that completed before a request began moved the mark before the
 //! request took its own, so the request never gets a page from before it.
+//!
+//! A mark never comes back: when it moves, every page kept is of no more
+//! use, and all are let go at once. Under a steady stream of writes the
+//! memory holds only what was read since the last commit, not 32 MiB of
+//! pages that can never be answered again.
 
 use std::sync::Arc;
 
@@ -37,6 +42,8 @@ pub struct RecentPages {
     pages: moka::sync::Cache<ListingKey, Arc<MarkedPage>>,
     seen: Arc<SeenKeys>,
     marks: CommitMarks,
+    /// The newest mark seen: the pages kept are of it.
+    current: std::sync::Mutex<Option<CommitMark>>,
 }
 
 struct MarkedPage {
@@ -68,6 +75,22 @@ impl RecentPages {
             pages,
             seen: Arc::default(),
             marks,
+            current: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Lets every page go when the database moved past the mark they were
+    /// kept with.
+    fn moved_to(&self, now: CommitMark) {
+        let mut current = self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *current != Some(now) {
+            if current.is_some() {
+                self.pages.invalidate_all();
+            }
+            *current = Some(now);
         }
     }
 
@@ -99,6 +122,7 @@ impl ReadCache for RecentPages {
         let Some(mark) = (self.marks)() else {
             return next(key);
         };
+        self.moved_to(mark);
         match self.recall(&key, mark) {
             Recalled::Current(page) => {
                 crate::metrics::page_bodies(page.count as u64, 0);
@@ -180,5 +204,27 @@ mod tests {
             "a commit: read again"
         );
         assert_eq!(read(&memory, &store, "u").await, "4");
+        // The page of "other" was let go with the commit: read, then kept.
+        assert_eq!(read(&memory, &store, "other").await, "5");
+        assert_eq!(read(&memory, &store, "other").await, "5");
+    }
+
+    #[tokio::test]
+    async fn a_commit_lets_every_page_go() {
+        let (now, memory, store) = memory();
+        for user in ["a", "b", "c"] {
+            read(&memory, &store, user).await;
+            read(&memory, &store, user).await;
+        }
+        memory.pages.run_pending_tasks();
+        assert_eq!(memory.pages.entry_count(), 3);
+        *now.lock().unwrap() = CommitMark::new([2; 12]);
+        read(&memory, &store, "a").await;
+        memory.pages.run_pending_tasks();
+        assert_eq!(
+            memory.pages.entry_count(),
+            1,
+            "only the page read after the commit"
+        );
     }
 }
