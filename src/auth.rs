@@ -66,10 +66,6 @@ impl Principal {
             last_noted: AtomicI64::new(grant.last_used_at.map_or(i64::MIN, Timestamp::as_millis)),
         }
     }
-
-    pub fn belongs_to(&self, organization_id: &str) -> bool {
-        self.organizations.contains_id(organization_id)
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -314,9 +310,9 @@ mod tests {
     #[test]
     fn membership_is_a_sorted_lookup() {
         let p = principal(None);
-        assert!(p.belongs_to("a"));
-        assert!(p.belongs_to("b"));
-        assert!(!p.belongs_to("c"));
+        assert!(p.organizations.contains_id("a"));
+        assert!(p.organizations.contains_id("b"));
+        assert!(!p.organizations.contains_id("c"));
     }
 
     /// Fuzz-style, bounded by `PROPTEST_CASES` (proptest's default, 256).
