@@ -14,7 +14,7 @@
 
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use twox_hash::XxHash3_64;
 
@@ -30,8 +30,9 @@ pub struct OrganizationSet(Arc<Members>);
 struct Members {
     /// The summary: `number:id` entries, by id, joined by commas.
     text: String,
-    /// Each organization: where its id is in `text`, and its number; by id.
-    by_id: Vec<(Range<u32>, i64)>,
+    /// Each organization: where its id is in `text`, and its number; by id
+    /// (`OrganizationSet::by_id`).
+    by_id: OnceLock<Vec<(Range<u32>, i64)>>,
     /// The numbers, ascending.
     numbers: Vec<i64>,
     /// Of the numbers: the set's part of a listing's key.
@@ -49,8 +50,10 @@ pub struct Bitmap {
 }
 
 impl Bitmap {
-    fn of(numbers: &[i64]) -> Option<Self> {
-        let (first, last) = (*numbers.first()?, *numbers.last()?);
+    /// The bitmap of `numbers`, in any order, repeats allowed.
+    fn of_unsorted(numbers: &[i64]) -> Option<Self> {
+        let first = *numbers.iter().min()?;
+        let last = *numbers.iter().max()?;
         if last - first >= MAX_BITMAP_BITS {
             return None;
         }
@@ -60,6 +63,21 @@ impl Bitmap {
             bits[bit / 8] |= 1 << (bit % 8);
         }
         Some(Self { base: first, bits })
+    }
+
+    /// The numbers set, ascending.
+    fn numbers(&self) -> Vec<i64> {
+        let count = self.bits.iter().map(|b| b.count_ones() as usize).sum();
+        let mut numbers = Vec::with_capacity(count);
+        for (index, &byte) in self.bits.iter().enumerate() {
+            let mut rest = byte;
+            while rest != 0 {
+                let bit = rest.trailing_zeros() as i64;
+                numbers.push(self.base + index as i64 * 8 + bit);
+                rest &= rest - 1;
+            }
+        }
+        numbers
     }
 
     /// Whether number `n` is set: what a statement asks of each entry.
@@ -77,6 +95,27 @@ impl Bitmap {
     pub fn last_bit(&self) -> i64 {
         self.bits.len() as i64 * 8 - 1
     }
+}
+
+/// Where each entry of a summary is (none in an empty one).
+fn entries(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    let ends = memchr::memchr_iter(b',', text.as_bytes()).chain([text.len()]);
+    let mut start = 0;
+    ends.map(move |end| {
+        let entry = start..end;
+        start = end + 1;
+        entry
+    })
+    .filter(move |_| !text.is_empty())
+}
+
+/// The number of a summary entry `number:id` (the id not empty).
+fn entry_number(entry: &str) -> Option<i64> {
+    let (number, id) = entry.split_once(':')?;
+    if id.is_empty() {
+        return None;
+    }
+    number.parse().ok()
 }
 
 impl OrganizationSet {
@@ -97,38 +136,56 @@ impl OrganizationSet {
     /// The set a [summary](Self::summary) describes; an error says what is
     /// wrong with a text that is not one.
     pub fn from_summary(text: String) -> Result<Self, String> {
-        let mut by_id = Vec::new();
-        let mut start = 0;
-        while start < text.len() {
-            let end = text[start..].find(',').map_or(text.len(), |at| start + at);
-            let entry = &text[start..end];
-            let parsed = entry
-                .split_once(':')
-                .filter(|(_, id)| !id.is_empty())
-                .and_then(|(number, _)| number.parse::<i64>().ok());
-            let number =
-                parsed.ok_or_else(|| format!("summary entry {entry:?} is not number:id"))?;
-            let id_start = start + entry.find(':').map_or(0, |at| at + 1);
-            by_id.push(((id_start as u32)..(end as u32), number));
-            start = end + 1;
+        // One pass over the bytes: authenticating a caller in a thousand
+        // organizations reads this whole text on every request the token
+        // cache does not answer. The index by id is made only when asked.
+        let mut numbers = Vec::with_capacity(text.len() / 40 + 1);
+        for entry in entries(&text) {
+            let entry = &text[entry];
+            numbers.push(
+                entry_number(entry)
+                    .ok_or_else(|| format!("summary entry {entry:?} is not number:id"))?,
+            );
         }
-        let id_of = |range: &Range<u32>| &text[range.start as usize..range.end as usize];
-        if !by_id.is_sorted_by(|a, b| id_of(&a.0) <= id_of(&b.0)) {
-            by_id.sort_by(|a, b| id_of(&a.0).cmp(id_of(&b.0)));
+        let bitmap = Bitmap::of_unsorted(&numbers);
+        match &bitmap {
+            // Ascending and distinct, from the bits: no sort.
+            Some(bitmap) => numbers = bitmap.numbers(),
+            None => {
+                numbers.sort_unstable();
+                numbers.dedup();
+            }
         }
-        by_id.dedup_by(|a, b| id_of(&a.0) == id_of(&b.0));
-        let mut numbers: Vec<i64> = by_id.iter().map(|(_, n)| *n).collect();
-        numbers.sort_unstable();
-        numbers.dedup();
         let mut hasher = XxHash3_64::default();
         numbers.hash(&mut hasher);
         Ok(Self(Arc::new(Members {
-            bitmap: Bitmap::of(&numbers),
+            bitmap,
             hash: hasher.finish(),
             text,
-            by_id,
+            by_id: OnceLock::new(),
             numbers,
         })))
+    }
+
+    /// Each organization: where its id is in the summary, and its number;
+    /// by id, made at the first look-up by id.
+    fn by_id(&self) -> &[(Range<u32>, i64)] {
+        self.0.by_id.get_or_init(|| {
+            let text = &self.0.text;
+            let mut by_id = Vec::with_capacity(self.0.numbers.len());
+            for Range { start, end } in entries(text) {
+                let entry = &text[start..end];
+                if let (Some(number), Some(colon)) = (entry_number(entry), entry.find(':')) {
+                    by_id.push((((start + colon + 1) as u32)..(end as u32), number));
+                }
+            }
+            let id_of = |range: &Range<u32>| &text[range.start as usize..range.end as usize];
+            if !by_id.is_sorted_by(|a, b| id_of(&a.0) <= id_of(&b.0)) {
+                by_id.sort_by(|a, b| id_of(&a.0).cmp(id_of(&b.0)));
+            }
+            by_id.dedup_by(|a, b| id_of(&a.0) == id_of(&b.0));
+            by_id
+        })
     }
 
     /// The set as one text, to store with its user: `number:id` entries
@@ -151,13 +208,13 @@ impl OrganizationSet {
     }
 
     fn id_at(&self, index: usize) -> &str {
-        let range = &self.0.by_id[index].0;
+        let range = &self.by_id()[index].0;
         &self.0.text[range.start as usize..range.end as usize]
     }
 
     /// The organizations' ids, ascending.
     pub fn ids(&self) -> impl Iterator<Item = &str> {
-        (0..self.0.by_id.len()).map(|index| self.id_at(index))
+        (0..self.by_id().len()).map(|index| self.id_at(index))
     }
 
     pub fn contains_number(&self, number: i64) -> bool {
@@ -166,13 +223,14 @@ impl OrganizationSet {
 
     /// The number of organization `id`, when it is in the set.
     pub fn number_of(&self, id: &str) -> Option<i64> {
-        let (mut low, mut high) = (0, self.0.by_id.len());
+        let by_id = self.by_id();
+        let (mut low, mut high) = (0, by_id.len());
         while low < high {
             let middle = (low + high) / 2;
             match self.id_at(middle).cmp(id) {
                 std::cmp::Ordering::Less => low = middle + 1,
                 std::cmp::Ordering::Greater => high = middle,
-                std::cmp::Ordering::Equal => return Some(self.0.by_id[middle].1),
+                std::cmp::Ordering::Equal => return Some(by_id[middle].1),
             }
         }
         None

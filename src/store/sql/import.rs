@@ -202,14 +202,9 @@ async fn upsert_project(
         }
     };
     let millis = |at: Option<Timestamp>| at.unwrap_or(now).as_millis();
+    let upsert = db.project_upsert_sql();
     db.execute(
-        "INSERT INTO projects (id, organization_id, organization_number, created_at, updated_at, body)
-         VALUES (?1, ?2, ?6, ?3, ?4, ?5)
-         ON CONFLICT (id) DO UPDATE
-         SET organization_id = excluded.organization_id,
-             organization_number = excluded.organization_number,
-             created_at = excluded.created_at, updated_at = excluded.updated_at,
-             body = excluded.body, deleted_at = NULL",
+        upsert,
         &[
             Param::Text(&project.id),
             Param::Text(&project.organization_id),

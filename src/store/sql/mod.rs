@@ -20,7 +20,7 @@ mod import;
 pub(crate) mod listings;
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -108,6 +108,19 @@ pub trait Db: Send {
         page: &PageRequest,
     ) -> Result<JsonPage, StoreError>;
 
+    /// The statement that writes a project, new or not (parameters: id,
+    /// organization_id, created_at, updated_at, body, organization_number).
+    /// SQLite places a new project's row among its organization's.
+    fn project_upsert_sql(&self) -> &'static str {
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "INSERT INTO projects (id, organization_id, organization_number, created_at, updated_at, body)
+                 VALUES (?1, ?2, ?6, ?3, ?4, ?5) {PROJECT_CONFLICT}"
+            )
+        });
+        &SQL
+    }
+
     /// One organization's page of projects when the driver reads it a way
     /// of its own (PostgreSQL's page memory); `None`: the shared statement.
     async fn own_organization_page(
@@ -119,6 +132,14 @@ pub trait Db: Send {
         None
     }
 }
+
+/// How every dialect's statement that writes a project changes one that
+/// exists (see `Db::project_upsert_sql`).
+pub(crate) const PROJECT_CONFLICT: &str = "ON CONFLICT (id) DO UPDATE
+     SET organization_id = excluded.organization_id,
+         organization_number = excluded.organization_number,
+         created_at = excluded.created_at, updated_at = excluded.updated_at,
+         body = excluded.body, deleted_at = NULL";
 
 /// An operation of the store's logic on a connection and its input (a
 /// function, so a driver may run it wherever it sees fit, and again).

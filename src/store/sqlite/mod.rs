@@ -7,16 +7,17 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use async_trait::async_trait;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _};
 
 use super::sql::{
-    Access, CommitMark, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread,
+    Access, CommitMark, Db, Driver, EachRow, PROJECT_CONFLICT, Param, Row, SqlStore, Work,
+    on_blocking_thread,
 };
 use super::{JsonPage, PoolUse, StoreError, StoreOptions};
 use crate::domain::organization_set::OrganizationSet;
@@ -33,6 +34,10 @@ pub async fn open(path: PathBuf, options: StoreOptions) -> anyhow::Result<SqlSto
     let driver = tokio::task::spawn_blocking(move || SqliteDriver::open(&path, &opening)).await??;
     Ok(SqlStore::new(driver, &options))
 }
+
+/// The rowids of one organization's projects: organization number n owns
+/// (n + 1) * 2^32 to (n + 2) * 2^32 (migration V4).
+const ORGANIZATION_ROWS: i64 = 1 << 32;
 
 /// Page size of new database files.
 const PAGE_SIZE: i64 = 4 * 1024;
@@ -69,15 +74,31 @@ impl SqliteDriver {
             mode.eq_ignore_ascii_case("wal"),
             "{shown}: cannot switch to WAL mode"
         );
+        // Migrations that rebuild a table do it as SQLite documents, with
+        // the foreign keys off (a table dropped and renamed in would count
+        // as violating its children's keys otherwise); they are checked
+        // whole afterwards.
+        setup.pragma_update(None, "foreign_keys", "OFF")?;
         let report = embedded::migrations::runner()
             .run(&mut setup)
             .with_context(|| format!("cannot apply the schema migrations to {shown}"))?;
+        let broken: Option<String> = setup
+            .query_row("PRAGMA foreign_key_check", [], |row| row.get(0))
+            .optional()?;
+        anyhow::ensure!(
+            broken.is_none(),
+            "{shown}: rows of table {} refer to rows that do not exist",
+            broken.unwrap_or_default()
+        );
         for migration in report.applied_migrations() {
             tracing::info!(
                 version = migration.version(),
                 name = migration.name(),
                 "applied migration"
             );
+        }
+        if !report.applied_migrations().is_empty() {
+            give_back_free_pages(&setup);
         }
         drop(setup);
 
@@ -174,6 +195,38 @@ impl Driver for SqliteDriver {
     }
 }
 
+/// A migration that rebuilt a table leaves the old table's pages free in
+/// the file: when they are a quarter of it or more, the file is rewritten
+/// without them (once, at the upgrade). Not fatal: another process using
+/// the file makes it wait for a later start.
+fn give_back_free_pages(connection: &Connection) {
+    let pages = connection.query_row(
+        "SELECT freelist_count, page_count FROM pragma_freelist_count(), pragma_page_count()",
+        [],
+        |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)),
+    );
+    match pages {
+        Ok((free, total)) if free * 4 >= total && free > 0 => {
+            let started = Instant::now();
+            match connection.execute_batch("VACUUM") {
+                Ok(()) => tracing::info!(
+                    free_pages = free,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "the file was rewritten without the pages the migrations left free"
+                ),
+                Err(error) => tracing::warn!(
+                    error = %StoreError::from(error),
+                    "the pages the migrations left free stay in the file for now"
+                ),
+            }
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(error = %StoreError::from(error), "cannot read the file's free pages")
+        }
+    }
+}
+
 fn checkout(pool: &r2d2::Pool<Connector>) -> Result<r2d2::PooledConnection<Connector>, StoreError> {
     pool.get()
         .map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))
@@ -240,6 +293,22 @@ impl Db for r2d2::PooledConnection<Connector> {
 
     async fn rollback(&mut self) -> Result<(), StoreError> {
         self.run_execute("ROLLBACK", &[]).map(drop)
+    }
+
+    /// A new project's row goes after its organization's last one
+    /// (migration V4: rowids by organization, so that one organization's
+    /// page reads a few table pages).
+    fn project_upsert_sql(&self) -> &'static str {
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "INSERT INTO projects (rowid, id, organization_id, organization_number, created_at, updated_at, body)
+                 VALUES ((SELECT COALESCE(MAX(rowid), (?6 + 1) * {ROWS}) + 1 FROM projects
+                           WHERE rowid > (?6 + 1) * {ROWS} AND rowid < (?6 + 2) * {ROWS}),
+                         ?1, ?2, ?6, ?3, ?4, ?5) {PROJECT_CONFLICT}",
+                ROWS = ORGANIZATION_ROWS
+            )
+        });
+        &SQL
     }
 
     async fn organizations_page(
@@ -469,5 +538,76 @@ struct LogConnectErrors;
 impl r2d2::HandleError<ConnectError> for LogConnectErrors {
     fn handle_error(&self, error: ConnectError) {
         tracing::warn!(%error, "database connection failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Projects of two organizations, written interleaved on a store of
+    /// the schema before V4: `(id, organization number)` by rowid.
+    fn stored(path: &Path) -> Vec<(String, i64)> {
+        let connection = Connection::open(path).unwrap();
+        let mut statement = connection
+            .prepare("SELECT id, organization_number FROM projects ORDER BY rowid")
+            .unwrap();
+        statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    #[test]
+    fn the_upgrade_stores_each_organizations_projects_together_and_new_ones_join_them() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("store.db");
+        let mut old = Connection::open(&path).unwrap();
+        embedded::migrations::runner()
+            .set_target(refinery::Target::Version(3))
+            .run(&mut old)
+            .unwrap();
+        old.execute_batch(
+            "INSERT INTO organizations (id, name, created_at) VALUES ('org-a', 'A', 1), ('org-b', 'B', 2);
+             INSERT INTO projects (id, organization_id, organization_number, created_at, updated_at, body)
+             VALUES ('p1', 'org-a', 0, 10, 10, '{}'), ('p2', 'org-b', 1, 11, 11, '{}'),
+                    ('p3', 'org-a', 0, 12, 12, '{}'), ('p4', 'org-b', 1, 13, 13, '{}'),
+                    ('p0', 'org-b', 1, 9, 9, '{}');",
+        )
+        .unwrap();
+        drop(old);
+
+        let driver = SqliteDriver::open(&path, &StoreOptions::default()).unwrap();
+        let by_organization = [("p1", 0), ("p3", 0), ("p0", 1), ("p2", 1), ("p4", 1)];
+        let expected: Vec<(String, i64)> = by_organization
+            .iter()
+            .map(|(id, n)| (id.to_string(), *n))
+            .collect();
+        assert_eq!(stored(&path), expected);
+
+        // A new project of the first organization goes after its last one,
+        // before the second organization's; an existing one stays put.
+        let mut writer = driver.writer.get().unwrap();
+        let upsert = writer.project_upsert_sql();
+        for (id, created_at) in [("p5", 14), ("p2", 15)] {
+            let organization = if id == "p5" { "org-a" } else { "org-b" };
+            let number = i64::from(id == "p2");
+            writer
+                .run_execute(
+                    upsert,
+                    &[
+                        Param::Text(id),
+                        Param::Text(organization),
+                        Param::Int(created_at),
+                        Param::Int(created_at),
+                        Param::Text("{}"),
+                        Param::Int(number),
+                    ],
+                )
+                .unwrap();
+        }
+        let ids: Vec<String> = stored(&path).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, ["p1", "p3", "p5", "p0", "p2", "p4"]);
     }
 }

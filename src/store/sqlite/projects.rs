@@ -21,11 +21,11 @@ use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use super::PooledSqlite;
+use super::{PooledSqlite, SqliteRow};
 use crate::domain::organization_set::{Bitmap, OrganizationSet};
 use crate::domain::pagination::{Direction, PageRequest};
-use crate::store::sql::Param;
 use crate::store::sql::listings::{LONG_MERGE_ORGANIZATIONS, scan_budget};
+use crate::store::sql::{Param, Row as _};
 use crate::store::{JsonPage, JsonPageWriter, StoreError};
 
 /// An index entry: a project's place in the order, and its row.
@@ -245,30 +245,26 @@ fn bodies(
         has_more: entries.len() > limit,
         ..JsonPageWriter::default()
     };
+    // One statement, bound again for each row.
+    let mut statement = connection
+        .connection
+        .prepare_cached("SELECT body FROM projects WHERE rowid = ?1")?;
     for entry in entries.iter().take(limit) {
-        let mut read = false;
-        connection.run_query(
-            "SELECT body FROM projects WHERE rowid = ?1",
-            &[Param::Int(entry.rowid)],
-            &mut |row| {
-                out.push(
-                    |key| {
-                        key.push_str(&entry.id);
-                        Ok::<_, StoreError>(())
-                    },
-                    |json| row.append_bytes(0, json),
-                )?;
-                out.reserve_rest(limit);
-                read = true;
-                Ok(false)
-            },
-        )?;
-        if !read {
+        let mut rows = statement.query([entry.rowid])?;
+        let Some(row) = rows.next()? else {
             return Err(StoreError::Internal(format!(
                 "project {} left its row during a read transaction",
                 entry.id
             )));
-        }
+        };
+        out.push(
+            |key| {
+                key.push_str(&entry.id);
+                Ok::<_, StoreError>(())
+            },
+            |json| SqliteRow(row).append_bytes(0, json),
+        )?;
+        out.reserve_rest(limit);
     }
     Ok(out.finish())
 }
