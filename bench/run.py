@@ -1084,9 +1084,10 @@ def run_mix(args):
                  "--big-organizations", str(shape["big"]), "--meta", meta_path], stdout=out)
         with open(meta_path) as file:
             meta = json.load(file)
-        urls = {"import": f"sqlite://{work}/mix.db"}
-        urls["serve"] = urls["writer"] = urls["import"]
-        stores.append(mix_store("SQLite", urls, data_file, meta_path, meta, modes, args, env, work))
+        if not args.skip_sqlite:
+            urls = {"import": f"sqlite://{work}/mix.db"}
+            urls["serve"] = urls["writer"] = urls["import"]
+            stores.append(mix_store("SQLite", urls, data_file, meta_path, meta, modes, args, env, work))
         if args.postgres:
             schema = f"proxydeck_mix_{os.getpid()}"
             run(["psql", args.postgres, "-qc", f"DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"])
@@ -1113,6 +1114,8 @@ def main():
     parser.add_argument("--connections", type=int, default=None,
                         help="concurrent connections under load (default 32; --quick: 4)")
     parser.add_argument("--mix", action="store_true", help="the realistic traffic instead of the fixed scenarios")
+    parser.add_argument("--skip-sqlite", action="store_true",
+                        help="with --mix --postgres: PostgreSQL's runs alone (each store's run is about 20 minutes)")
     parser.add_argument("--json-out", metavar="FILE", help="with --mix: also write every figure to FILE as JSON")
     parser.add_argument("--keep", metavar="DIR",
                         help="with --mix: work in DIR and leave what is made there (data, SQLite store, tokens, "
@@ -1121,6 +1124,8 @@ def main():
     for flag in ("projects", "organizations", "users", "seconds", "rounds"):
         mix.add_argument(f"--{flag}", type=int)
     args = parser.parse_args()
+    if args.skip_sqlite and not (args.mix and args.postgres):
+        parser.error("--skip-sqlite goes with --mix --postgres URL")
     if args.mix:
         run_mix(args)
         return
