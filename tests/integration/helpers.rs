@@ -171,31 +171,42 @@ impl Drop for Schema {
         // transaction here (the last_used_at flusher's, say) while the
         // thread that would finish it waits on this drop: the DROP would
         // wait for its locks forever. End such connections first.
+        // A connection may also take its first lock between the two
+        // statements: the DROP then gives up after a second (lock_timeout)
+        // and both run again, rather than waiting for ever.
         let name = &self.name;
-        postgres_admin(
-            &self.base_url,
-            &format!(
-                "SELECT pg_terminate_backend(l.pid) FROM pg_locks l
-                   JOIN pg_class c ON c.oid = l.relation
-                   JOIN pg_namespace n ON n.oid = c.relnamespace
-                  WHERE n.nspname = '{name}' AND l.pid <> pg_backend_pid();
-                 DROP SCHEMA IF EXISTS {name} CASCADE"
-            ),
+        let sql = format!(
+            "SET lock_timeout = '1s';
+             SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+               JOIN pg_class c ON c.oid = l.relation
+               JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE n.nspname = '{name}' AND l.pid <> pg_backend_pid();
+             DROP SCHEMA IF EXISTS {name} CASCADE"
         );
+        let mut failures = 0;
+        while let Err(error) = try_postgres_admin(&self.base_url, &sql) {
+            failures += 1;
+            assert!(failures < 30, "cannot drop schema {name}: {error}");
+        }
     }
 }
 
 /// Runs `sql` on a connection of its own (on a thread of its own: the
 /// blocking client may not run on an async thread).
 pub fn postgres_admin(url: &str, sql: &str) {
+    try_postgres_admin(url, sql).expect("the statement runs");
+}
+
+/// [`postgres_admin`], telling its error.
+fn try_postgres_admin(url: &str, sql: &str) -> Result<(), postgres::Error> {
     let (url, sql) = (url.to_owned(), sql.to_owned());
     std::thread::spawn(move || {
         let mut client =
             postgres::Client::connect(&url, postgres::NoTls).expect("PostgreSQL answers");
-        client.batch_execute(&sql).expect("the statement runs");
+        client.batch_execute(&sql)
     })
     .join()
-    .expect("the admin thread ends");
+    .expect("the admin thread ends")
 }
 
 /// The number `sql` (one row, one integer column) answers.
