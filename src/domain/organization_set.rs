@@ -101,12 +101,11 @@ impl Bitmap {
 fn entries(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
     let ends = memchr::memchr_iter(b',', text.as_bytes()).chain([text.len()]);
     let mut start = 0;
-    ends.map(move |end| {
+    ends.take_while(move |_| !text.is_empty()).map(move |end| {
         let entry = start..end;
         start = end + 1;
         entry
     })
-    .filter(move |_| !text.is_empty())
 }
 
 /// The number of a summary entry `number:id` (the id not empty).
@@ -179,7 +178,7 @@ impl OrganizationSet {
                     by_id.push((((start + colon + 1) as u32)..(end as u32), number));
                 }
             }
-            let id_of = |range: &Range<u32>| &text[range.start as usize..range.end as usize];
+            let id_of = |range: &Range<u32>| self.id_in(range);
             if !by_id.is_sorted_by(|a, b| id_of(&a.0) <= id_of(&b.0)) {
                 by_id.sort_by(|a, b| id_of(&a.0).cmp(id_of(&b.0)));
             }
@@ -207,14 +206,14 @@ impl OrganizationSet {
         &self.0.numbers
     }
 
-    fn id_at(&self, index: usize) -> &str {
-        let range = &self.by_id()[index].0;
+    /// The id at `range` of the summary.
+    fn id_in(&self, range: &Range<u32>) -> &str {
         &self.0.text[range.start as usize..range.end as usize]
     }
 
     /// The organizations' ids, ascending.
     pub fn ids(&self) -> impl Iterator<Item = &str> {
-        (0..self.by_id().len()).map(|index| self.id_at(index))
+        self.by_id().iter().map(|(range, _)| self.id_in(range))
     }
 
     pub fn contains_number(&self, number: i64) -> bool {
@@ -224,16 +223,10 @@ impl OrganizationSet {
     /// The number of organization `id`, when it is in the set.
     pub fn number_of(&self, id: &str) -> Option<i64> {
         let by_id = self.by_id();
-        let (mut low, mut high) = (0, by_id.len());
-        while low < high {
-            let middle = (low + high) / 2;
-            match self.id_at(middle).cmp(id) {
-                std::cmp::Ordering::Less => low = middle + 1,
-                std::cmp::Ordering::Greater => high = middle,
-                std::cmp::Ordering::Equal => return Some(by_id[middle].1),
-            }
-        }
-        None
+        let at = by_id
+            .binary_search_by(|(range, _)| self.id_in(range).cmp(id))
+            .ok()?;
+        Some(by_id[at].1)
     }
 
     pub fn contains_id(&self, id: &str) -> bool {
