@@ -91,6 +91,24 @@ pub(super) struct Effective {
 pub(super) struct BadSetting(String);
 
 impl Effective {
+    /// What to warn of for each password given on the command line, where
+    /// every user of the machine can read it in the process list.
+    pub(super) fn passwords_on_the_command_line(&self) -> Vec<String> {
+        self.settings
+            .iter()
+            .filter(|setting| setting.source == Source::Flag && setting.holds_password)
+            .map(|setting| {
+                let env = setting.env.as_deref().unwrap_or("its environment variable");
+                format!(
+                    "--{name} holds a password on the command line, where every user of this \
+                     machine can read it in the process list: give the URL in {env}, or the \
+                     password in --{name}-password-file",
+                    name = setting.name
+                )
+            })
+            .collect()
+    }
+
     /// The error refusing setting `name` (a long flag) for `why`, naming
     /// where its value came from when that is not the command line.
     pub(super) fn refuse(&self, name: &str, why: impl std::fmt::Display) -> anyhow::Error {
@@ -121,6 +139,9 @@ struct Setting {
     value: Option<String>,
     source: Source,
     env: Option<String>,
+    /// Whether the value as given holds a password.
+    #[serde(skip)]
+    holds_password: bool,
 }
 
 /// Where a setting's value came from.
@@ -455,15 +476,17 @@ fn effective_settings(
                 Some(_) => Source::Default,
                 None => Source::Unset,
             };
-            let value = leaf
+            let given = leaf
                 .get_raw(id)
                 .and_then(|mut values| values.next())
-                .map(|text| secret_hidden(arg, &text.to_string_lossy()));
+                .map(|text| text.to_string_lossy());
             Setting {
                 name: arg.get_long().unwrap_or(id).to_owned(),
-                value,
+                value: given.as_deref().map(|text| secret_hidden(arg, text)),
                 source,
                 env: arg.get_env().map(|env| env.to_string_lossy().into_owned()),
+                holds_password: arg.is_hide_env_values_set()
+                    && given.is_some_and(|text| url_password::has_password(&text)),
             }
         })
         .collect()

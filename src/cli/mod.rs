@@ -11,7 +11,7 @@ mod table;
 mod transfer;
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::app::{Service, ServiceOptions, shutdown_signal};
 use crate::auth::AuthOptions;
+use crate::domain::url_password;
 use crate::http::RequestLimits;
 use crate::http::server::ServerOptions;
 use crate::rate_limit::redis::RedisUrl;
@@ -53,6 +54,15 @@ pub struct Cli {
         value_name = "URL"
     )]
     database: String,
+    /// Read the database's password from this file (its one line), so
+    /// that it shows neither in the process list nor in the URL.
+    #[arg(
+        long,
+        global = true,
+        env = "PROXYDECK_DATABASE_PASSWORD_FILE",
+        value_name = "FILE"
+    )]
+    database_password_file: Option<PathBuf>,
 
     /// Print the result as exactly one JSON document on stdout.
     #[arg(long, global = true)]
@@ -199,6 +209,13 @@ struct ServeArgs {
         value_name = "URL"
     )]
     rate_limit_redis: Option<String>,
+    /// Read the rate limit Redis's password from this file (its one line).
+    #[arg(
+        long,
+        env = "PROXYDECK_RATE_LIMIT_REDIS_PASSWORD_FILE",
+        value_name = "FILE"
+    )]
+    rate_limit_redis_password_file: Option<PathBuf>,
     /// The caches that are on: `all`, `none`, or a comma-separated list of
     /// token, shared-reads, recent-pages (SQLite), page-memory
     /// (PostgreSQL). Answers are the same either way; only speed differs.
@@ -243,11 +260,24 @@ impl ServeArgs {
         let redis = self
             .rate_limit_redis
             .as_deref()
-            .map(RedisUrl::parse)
-            .transpose()
-            .map_err(|why| {
-                effective.refuse("rate-limit-redis", format!("--rate-limit-redis {why}"))
-            })?;
+            .map(|url| {
+                let url = url_with_password_file(
+                    url,
+                    self.rate_limit_redis_password_file.as_deref(),
+                    "rate-limit-redis-password-file",
+                    effective,
+                )?;
+                RedisUrl::parse(&url).map_err(|why| {
+                    effective.refuse("rate-limit-redis", format!("--rate-limit-redis {why}"))
+                })
+            })
+            .transpose()?;
+        if redis.is_none() && self.rate_limit_redis_password_file.is_some() {
+            return Err(effective.refuse(
+                "rate-limit-redis-password-file",
+                "--rate-limit-redis-password-file: there is no --rate-limit-redis to give it to",
+            ));
+        }
         Ok(ServiceOptions {
             listen: self.listen.clone(),
             admin_listen: self.admin_listen.clone(),
@@ -313,6 +343,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    for warning in effective.passwords_on_the_command_line() {
+        tracing::warn!("{warning}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -368,9 +401,38 @@ fn init_logging(cli: &Cli) -> Result<LogGuard, String> {
     })
 }
 
+/// `url` with the password of `file` (the setting `setting`) put in, when
+/// a file is given.
+fn url_with_password_file(
+    url: &str,
+    file: Option<&Path>,
+    setting: &str,
+    effective: &config::Effective,
+) -> anyhow::Result<String> {
+    let Some(file) = file else {
+        return Ok(url.to_owned());
+    };
+    url_password::read_password_file(file)
+        .and_then(|password| url_password::with_password(url, &password))
+        .map_err(|why| effective.refuse(setting, format!("--{setting}: {why}")))
+}
+
 async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
     let database =
         DatabaseUrl::parse(&cli.database).map_err(|why| effective.refuse("database", why))?;
+    let database =
+        match (database, cli.database_password_file.as_deref()) {
+            (DatabaseUrl::Postgres(url), Some(file)) => DatabaseUrl::Postgres(
+                url_with_password_file(&url, Some(file), "database-password-file", effective)?,
+            ),
+            (DatabaseUrl::Sqlite(_), Some(_)) => {
+                return Err(effective.refuse(
+                    "database-password-file",
+                    "--database-password-file: only a postgres:// database takes a password",
+                ));
+            }
+            (database, None) => database,
+        };
     let out = Output { json: cli.json };
     let store_options = StoreOptions {
         pool_size: cli.store.db_pool_size,

@@ -35,6 +35,50 @@ pub fn masked(url: &str) -> String {
     format!("{scheme}{rest}")
 }
 
+/// Whether `url` holds a password anywhere [`masked`] would hide one.
+pub fn has_password(url: &str) -> bool {
+    masked(url) != url
+}
+
+/// `url` with `password` in its user information, percent-encoded: for a
+/// password kept in a file rather than in the URL. The errors say why
+/// without repeating either text.
+pub fn with_password(url: &str, password: &str) -> Result<String, String> {
+    if has_password(url) {
+        return Err("the URL holds a password already: give it in one place".into());
+    }
+    let mut parsed =
+        url::Url::parse(url).map_err(|_| "the URL cannot take a password".to_string())?;
+    // The URL's own encoding of user information leaves `%` as it is.
+    let encoded =
+        percent_encoding::utf8_percent_encode(password, percent_encoding::NON_ALPHANUMERIC);
+    parsed
+        .set_password(Some(&encoded.to_string()))
+        .map_err(|()| "the URL has no host to give a password for".to_string())?;
+    Ok(parsed.into())
+}
+
+/// The password kept in the file at `path`: its text, less one final line
+/// end (as `echo` and editors leave). The errors never hold the text.
+pub fn read_password_file(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let password = text
+        .strip_suffix("\r\n")
+        .or_else(|| text.strip_suffix('\n'))
+        .unwrap_or(&text);
+    if password.is_empty() {
+        return Err(format!("{} is empty", path.display()));
+    }
+    if password.contains(['\n', '\r']) {
+        return Err(format!(
+            "{} holds more than one line: a password file holds the password alone",
+            path.display()
+        ));
+    }
+    Ok(password.to_owned())
+}
+
 /// A query string with the values of `password` and `pass` hidden.
 fn masked_query(query: &str) -> String {
     query
@@ -54,6 +98,70 @@ fn masked_query(query: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_password_from_a_file_is_encoded_into_the_user_information() {
+        for (url, password, expected) in [
+            (
+                "postgres://app@db.internal:5432/proxydeck?sslmode=require",
+                "p@ss/w:rd%",
+                "postgres://app:p%40ss%2Fw%3Ard%25@db.internal:5432/proxydeck?sslmode=require",
+            ),
+            (
+                "redis://cache:6379/0",
+                "hunter2",
+                "redis://:hunter2@cache:6379/0",
+            ),
+            (
+                "redis://user@cache",
+                "hunter2",
+                "redis://user:hunter2@cache",
+            ),
+        ] {
+            let given = with_password(url, password).unwrap();
+            assert_eq!(given, expected);
+            assert!(has_password(&given));
+        }
+        let parsed: tokio_postgres::Config = with_password("postgres://app@db/x", "p@ss/w:rd%")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(parsed.get_password(), Some(&b"p@ss/w:rd%"[..]));
+        for url in [
+            "postgres://app:other@db/x",
+            "postgres://app@db/x?password=other",
+        ] {
+            let refused = with_password(url, "hunter2").unwrap_err();
+            assert!(refused.contains("already"), "{refused}");
+            assert!(!refused.contains("other") && !refused.contains("hunter2"));
+        }
+    }
+
+    #[test]
+    fn a_password_file_holds_one_line() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("password");
+        for (text, read) in [
+            ("hunter2", Ok("hunter2")),
+            ("hunter2\n", Ok("hunter2")),
+            ("hunter2\r\n", Ok("hunter2")),
+            (" spaced pass ", Ok(" spaced pass ")),
+            ("", Err("is empty")),
+            ("\n", Err("is empty")),
+            ("hunter2\nmore\n", Err("more than one line")),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            match (read_password_file(&path), read) {
+                (Ok(found), Ok(expected)) => assert_eq!(found, expected),
+                (Err(why), Err(expected)) => {
+                    assert!(why.contains(expected), "{why}");
+                    assert!(!why.contains("hunter2"), "{why}");
+                }
+                (found, expected) => panic!("{text:?}: {found:?}, expected {expected:?}"),
+            }
+        }
+        assert!(read_password_file(&folder.path().join("missing")).is_err());
+    }
 
     #[test]
     fn passwords_are_hidden_and_the_rest_is_kept() {

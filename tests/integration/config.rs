@@ -663,6 +663,238 @@ fn passwords_never_reach_an_error() {
     }
 }
 
+const PASSWORD_WARNING: &str = "holds a password on the command line";
+
+/// A password given as a flag shows in the process list: the command warns
+/// once, naming the flag and the ways to give it instead, and still never
+/// shows the password. From the environment or a file, no warning.
+#[test]
+fn a_password_on_the_command_line_is_warned_of_once() {
+    let sandbox = Sandbox::new();
+    let out = run(
+        &sandbox,
+        &[
+            &["config", "check"],
+            &["--database", PG_URL, "--rate-limit-redis", REDIS_URL],
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{out:#?}");
+    assert_no_secret(&out);
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|line| line.contains(PASSWORD_WARNING))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{out:#?}");
+    for (flag, env) in [
+        ("--database", "PROXYDECK_DATABASE_URL"),
+        ("--rate-limit-redis", "PROXYDECK_RATE_LIMIT_REDIS"),
+    ] {
+        let said = warnings
+            .iter()
+            .find(|line| line.contains(&format!("{flag} {PASSWORD_WARNING}")))
+            .unwrap_or_else(|| panic!("no warning for {flag}: {out:#?}"));
+        assert!(said.contains("WARN"), "{said}");
+        assert!(said.contains(env), "{said}");
+        assert!(said.contains(&format!("{flag}-password-file")), "{said}");
+    }
+    // Every command warns, not only serve; once.
+    let out = run(
+        &sandbox,
+        &[&[
+            "admin",
+            "org",
+            "list",
+            "--database",
+            PG_URL,
+            "--db-timeout",
+            "1s",
+        ]],
+        &[],
+    );
+    assert_no_secret(&out);
+    assert_eq!(out.stderr.matches(PASSWORD_WARNING).count(), 1, "{out:#?}");
+
+    let file = write_file(
+        &sandbox,
+        "secret.toml",
+        &format!("database = \"{PG_URL}\"\n"),
+    );
+    let file_arg = file.display().to_string();
+    for (args, env) in [
+        (vec!["--config", file_arg.as_str()], vec![]),
+        (
+            vec![],
+            vec![
+                ("PROXYDECK_DATABASE_URL", PG_URL),
+                ("PROXYDECK_RATE_LIMIT_REDIS", REDIS_URL),
+            ],
+        ),
+        (
+            vec!["--database", "postgres://app@db.example/proxydeck"],
+            vec![],
+        ),
+    ] {
+        let out = run(&sandbox, &[&["config", "check"], &args], &env);
+        assert!(out.status.success(), "{out:#?}");
+        assert!(
+            !out.stderr.contains(PASSWORD_WARNING),
+            "{args:?} {env:?}: {out:#?}"
+        );
+    }
+}
+
+/// `--database-password-file` and `--rate-limit-redis-password-file` (and
+/// their variables): the password is the file's one line, put into the URL
+/// the store and Redis are reached with; a password in both places, a file
+/// for SQLite, an empty or unreadable file are refused by name, without
+/// the password.
+#[test]
+fn passwords_are_read_from_files() {
+    let sandbox = Sandbox::new();
+    let password = write_file(&sandbox, "password", "hunter2 file\n");
+    let password_arg = password.display().to_string();
+    let out = run(
+        &sandbox,
+        &[&[
+            "config",
+            "check",
+            "--json",
+            "--database",
+            "postgres://app@db.example/proxydeck",
+            "--database-password-file",
+            &password_arg,
+            "--rate-limit-redis",
+            "redis://cache.example:6379",
+        ]],
+        &[(
+            "PROXYDECK_RATE_LIMIT_REDIS_PASSWORD_FILE",
+            password_arg.as_str(),
+        )],
+    );
+    assert!(out.status.success(), "{out:#?}");
+    assert!(!out.stderr.contains(PASSWORD_WARNING), "{out:#?}");
+    assert_no_secret(&out);
+    let settings = one_json_document(&out.stdout)["settings"].clone();
+    let find = |name: &str| {
+        settings
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|setting| setting["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name}: {settings}"))
+    };
+    assert_eq!(find("database-password-file")["value"], json!(password_arg));
+    assert_eq!(find("database-password-file")["source"], json!("flag"));
+    assert_eq!(
+        find("rate-limit-redis-password-file")["source"],
+        json!("env")
+    );
+
+    let empty = write_file(&sandbox, "empty", "\n");
+    let empty_arg = empty.display().to_string();
+    let missing_arg = sandbox.path().join("missing").display().to_string();
+    let cases: [(&[&str], &str, &str); 6] = [
+        (
+            &[
+                "--database",
+                PG_URL,
+                "--database-password-file",
+                &password_arg,
+            ],
+            "database-password-file",
+            "give it in one place",
+        ),
+        (
+            &[
+                "--database",
+                "sqlite://x.db",
+                "--database-password-file",
+                &password_arg,
+            ],
+            "database-password-file",
+            "only a postgres:// database",
+        ),
+        (
+            &[
+                "--database",
+                "postgres://app@db/x",
+                "--database-password-file",
+                &empty_arg,
+            ],
+            "database-password-file",
+            "is empty",
+        ),
+        (
+            &[
+                "--database",
+                "postgres://app@db/x",
+                "--database-password-file",
+                &missing_arg,
+            ],
+            "database-password-file",
+            "cannot read",
+        ),
+        (
+            &[
+                "--rate-limit-redis",
+                "redis://:other@cache",
+                "--rate-limit-redis-password-file",
+                &password_arg,
+            ],
+            "rate-limit-redis-password-file",
+            "give it in one place",
+        ),
+        (
+            &["--rate-limit-redis-password-file", &password_arg],
+            "rate-limit-redis-password-file",
+            "no --rate-limit-redis",
+        ),
+    ];
+    for (args, flag, why) in cases {
+        let out = run(&sandbox, &[&["config", "check"], args], &[]);
+        assert!(!out.status.success(), "{args:?}: {out:#?}");
+        assert_no_secret(&out);
+        assert!(
+            out.stderr.contains(&format!("--{flag}: ")),
+            "{args:?}: {out:#?}"
+        );
+        assert!(out.stderr.contains(why), "{args:?}: {out:#?}");
+    }
+    assert!(!sandbox.path().join("x.db").exists(), "nothing was opened");
+}
+
+/// The real PostgreSQL driver takes the URL with the file's password put
+/// in (the schema's `options=` query and all): `migrate` succeeds.
+#[test]
+fn a_password_file_reaches_postgresql() {
+    use crate::helpers::{Backend, Schema, postgres_base_url, unavailable};
+    if unavailable(Backend::Postgres) {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let schema = Schema::create(postgres_base_url().unwrap());
+    let password = write_file(&sandbox, "password", "any:p@ss/word%\n");
+    let url = schema.url();
+    let password_arg = password.display().to_string();
+    let out = run(
+        &sandbox,
+        &[&[
+            "migrate",
+            "--json",
+            "--database",
+            &url,
+            "--database-password-file",
+            &password_arg,
+        ]],
+        &[],
+    );
+    assert_eq!(out.json(), json!({"migrated": true}), "{out:#?}");
+    assert!(!out.stderr.contains("p@ss"), "{out:#?}");
+}
+
 // ----- The example file -----
 
 fn example_file() -> &'static Path {
@@ -684,23 +916,31 @@ fn the_example_file_names_every_setting_at_its_default() {
         &["--config", &example_file().display().to_string()],
         &[],
     );
+    // Password files stay commented out: they need a file that exists and
+    // (the database's) a postgres:// URL.
     let uncommented: String = example
         .lines()
         .map(|line| match line.strip_prefix("# ") {
-            Some(setting) if is_setting(setting) => format!("{setting}\n"),
+            Some(setting) if is_setting(setting) && !setting.contains("-password-file = ") => {
+                format!("{setting}\n")
+            }
             _ => format!("{line}\n"),
         })
         .collect();
     let file = write_file(&sandbox, "uncommented.toml", &uncommented);
     let all_set = check_json(&sandbox, &["--config", &file.display().to_string()], &[]);
     let settings = as_is["settings"].as_object().unwrap();
-    assert_eq!(settings.len(), 17, "{as_is}");
+    assert_eq!(settings.len(), 19, "{as_is}");
     for (name, setting) in settings {
         assert!(
             example.contains(&format!("\n# {name} = ")),
             "{name} is not in the example file"
         );
         let from_file = &all_set["settings"][name];
+        if name.ends_with("-password-file") {
+            assert_eq!(from_file["source"], json!("unset"), "{name}: {all_set}");
+            continue;
+        }
         assert_eq!(from_file["source"], json!("file"), "{name}: {all_set}");
         match setting["source"].as_str().unwrap() {
             "default" => assert_eq!(from_file["value"], setting["value"], "{name}"),
