@@ -275,7 +275,10 @@ async fn proxy_settings(
         let mut params = vec![Param::Text(&query.project_id)];
         params.extend(start_revision.flatten().map(|r| Param::Int(r.into())));
         params.push(Param::Int(page.fetch_count() as i64));
-        // Every row is of the same project: the first one tells.
+        // Every row is of the same project: the first one tells. A project
+        // the caller may not see reads on as if it had no row here, so
+        // that it costs what an unknown one costs (the same statements,
+        // below): the time of a 404 must not tell whether it exists.
         let visibility_checked = AtomicBool::new(false);
         let found = json_page(db, sql, &params, page, 1, |row, key| {
             if !visibility_checked.swap(true, Ordering::Relaxed)
@@ -285,9 +288,13 @@ async fn proxy_settings(
             }
             revision_key(row, key)
         })
-        .await?;
-        if found.count > 0 {
-            return Ok(found);
+        .await;
+        match found {
+            Ok(found) if found.count > 0 => return Ok(found),
+            // Only the check above says NotFound: go on to the statements
+            // that tell unknown projects.
+            Ok(_) | Err(StoreError::NotFound { .. }) => {}
+            Err(error) => return Err(error),
         }
     }
     transaction!(db, begin_read, {
