@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 use crate::auth::{AuthOptions, Authenticator};
 use crate::http::server::{self, ServerOptions};
 use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits, Services};
+use crate::rate_limit::failures::FailureLimiter;
 use crate::rate_limit::{RateLimitOptions, RateLimiter};
 use crate::store::Store;
 
@@ -47,6 +48,7 @@ pub struct Service {
     listener: TcpListener,
     auth: Arc<Authenticator>,
     rate_limiter: Option<Arc<RateLimiter>>,
+    failures: Option<Arc<FailureLimiter>>,
     router: axum::Router,
     /// The `--admin-listen` listener and its router.
     admin: Option<(TcpListener, axum::Router)>,
@@ -70,12 +72,19 @@ impl Service {
         };
         let auth = Arc::new(Authenticator::new(store.clone(), options.auth));
         let rate_limiter = RateLimiter::new(&options.rate_limit)?.map(Arc::new);
+        let failures = options
+            .rate_limit
+            .failures
+            .as_ref()
+            .map(|policy| Arc::new(FailureLimiter::new(policy)));
         let state = AppState::new(Services {
             store,
             auth: auth.clone(),
             metering: rate_limiter
                 .clone()
                 .map(|limiter| Arc::new(Metering::new(limiter))),
+            failures: failures.clone(),
+            client_address_header: options.rate_limit.client_address_header.clone(),
         });
         let (router, admin) = match admin_listener {
             None => (
@@ -95,6 +104,7 @@ impl Service {
             listener,
             auth,
             rate_limiter,
+            failures,
             router,
             admin,
             server: options.server,
@@ -123,6 +133,10 @@ impl Service {
             .rate_limiter
             .as_ref()
             .map(|limiter| tokio::spawn(limiter.clone().run_sweeper()));
+        let failures_sweeper = self
+            .failures
+            .as_ref()
+            .map(|limiter| tokio::spawn(limiter.clone().run_sweeper()));
         tracing::info!(address = %self.local_addr(), "serving");
         let shutdown = shutdown.shared();
         let api = server::serve(
@@ -140,7 +154,7 @@ impl Service {
                 tokio::join!(api, admin);
             }
         }
-        if let Some(sweeper) = sweeper {
+        for sweeper in [sweeper, failures_sweeper].into_iter().flatten() {
             sweeper.abort();
         }
         let _ = stop_flusher.send(());

@@ -80,6 +80,10 @@ pub enum AuthError {
     Revoked,
     #[error("the API token has expired")]
     Expired,
+    /// The token would need a store look-up, and the client may not make
+    /// one now (too many failed authentications from its address).
+    #[error("too many failed authentications")]
+    Throttled { retry_after_seconds: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -88,6 +92,13 @@ pub struct Authenticator {
     store: Arc<dyn Store>,
     /// `None` when the token cache is off.
     cache: Option<moka::sync::Cache<TokenDigest, Arc<Principal>>>,
+    /// Well-formed tokens the store did not know, for as long as the cache
+    /// trusts a token (`None` when the token cache is off). No secret can
+    /// be asked before it exists, so remembering a miss never refuses a
+    /// token that was just made; it spares the store a flood of one made-up
+    /// token. Its own capacity: a flood of many cannot push real tokens
+    /// out of the cache.
+    misses: Option<moka::sync::Cache<TokenDigest, ()>>,
     usage: UsageTracker,
     options: AuthOptions,
 }
@@ -100,18 +111,28 @@ impl Authenticator {
                 .time_to_live(options.cache_ttl)
                 .build()
         });
+        let misses = options.cache.then(|| {
+            moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(options.cache_ttl)
+                .build()
+        });
         Self {
             store,
             cache,
+            misses,
             usage: UsageTracker::default(),
             options,
         }
     }
 
     /// The caller named by an `Authorization` header value.
+    /// `before_lookup` runs when the answer needs the store (the token is
+    /// neither cached nor a remembered miss) and may refuse the look-up.
     pub async fn authenticate(
         &self,
         authorization: Option<&[u8]>,
+        before_lookup: impl FnOnce() -> Result<(), AuthError>,
     ) -> Result<Arc<Principal>, AuthError> {
         let secret = bearer_token(authorization.ok_or(AuthError::Missing)?)?;
         // A mistyped or forged token fails here, before any store look-up.
@@ -126,12 +147,22 @@ impl Authenticator {
                 principal
             }
             None => {
+                if self
+                    .misses
+                    .as_ref()
+                    .is_some_and(|misses| misses.contains_key(&digest))
+                {
+                    metrics::token_miss_remembered();
+                    return Err(AuthError::Unknown);
+                }
+                before_lookup()?;
                 metrics::token_cache_miss();
-                let grant = self
-                    .store
-                    .find_token(digest)
-                    .await?
-                    .ok_or(AuthError::Unknown)?;
+                let Some(grant) = self.store.find_token(digest).await? else {
+                    if let Some(misses) = &self.misses {
+                        misses.insert(digest, ());
+                    }
+                    return Err(AuthError::Unknown);
+                };
                 let principal = Arc::new(Principal::from_grant(grant));
                 if let Some(cache) = &self.cache {
                     cache.insert(digest, principal.clone());

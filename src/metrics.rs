@@ -38,6 +38,8 @@ pub const POOL_WAITING: &str = "proxydeck_db_pool_waiting";
 pub const TOKEN_CACHE_HITS: &str = "proxydeck_token_cache_hits_total";
 pub const TOKEN_CACHE_MISSES: &str = "proxydeck_token_cache_misses_total";
 pub const RATE_LIMIT_REJECTIONS: &str = "proxydeck_rate_limit_rejections_total";
+pub const TOKEN_MISSES_REMEMBERED: &str = "proxydeck_token_misses_remembered_total";
+pub const AUTH_FAILURE_REJECTIONS: &str = "proxydeck_auth_failure_rejections_total";
 pub const PAGE_BODIES: &str = "proxydeck_db_page_bodies_total";
 pub const SHARED_READS: &str = "proxydeck_db_shared_reads_total";
 pub const HTTP_CONNECTIONS: &str = "proxydeck_http_connections";
@@ -67,6 +69,8 @@ struct Recorder {
     token_cache_hits: Counter,
     token_cache_misses: Counter,
     rate_limit_rejections: Counter,
+    token_misses_remembered: Counter,
+    auth_failure_rejections: Counter,
     page_bodies_from_memory: Counter,
     page_bodies_from_database: Counter,
 }
@@ -111,6 +115,8 @@ fn recorder() -> &'static Recorder {
             token_cache_hits: counter!(TOKEN_CACHE_HITS),
             token_cache_misses: counter!(TOKEN_CACHE_MISSES),
             rate_limit_rejections: counter!(RATE_LIMIT_REJECTIONS),
+            token_misses_remembered: counter!(TOKEN_MISSES_REMEMBERED),
+            auth_failure_rejections: counter!(AUTH_FAILURE_REJECTIONS),
             page_bodies_from_memory: counter!(PAGE_BODIES, "from" => "memory"),
             page_bodies_from_database: counter!(PAGE_BODIES, "from" => "database"),
         }
@@ -156,6 +162,14 @@ fn describe() {
     describe_counter!(
         RATE_LIMIT_REJECTIONS,
         "Requests refused with 429 by the per-token rate limit."
+    );
+    describe_counter!(
+        TOKEN_MISSES_REMEMBERED,
+        "Authentications refused without a store look-up: the token was unknown a moment ago."
+    );
+    describe_counter!(
+        AUTH_FAILURE_REJECTIONS,
+        "Requests refused with 429 before a token look-up: their address failed to authenticate too often."
     );
     describe_counter!(
         PAGE_BODIES,
@@ -298,6 +312,14 @@ pub fn shared_reads(operation: &'static str) -> Counter {
 /// for each 429 it answers.
 pub fn rate_limit_rejected() {
     recorder().rate_limit_rejections.increment(1);
+}
+
+pub fn token_miss_remembered() {
+    recorder().token_misses_remembered.increment(1);
+}
+
+pub fn auth_failure_rejected() {
+    recorder().auth_failure_rejections.increment(1);
 }
 
 /// The connection counts of one listener (`api` or `admin`), registered

@@ -216,6 +216,17 @@ struct ServeArgs {
         value_name = "FILE"
     )]
     rate_limit_redis_password_file: Option<PathBuf>,
+    /// Failed authentications each client address may make a second,
+    /// sustained (twice as many at once); beyond it the address gets 429
+    /// instead of token look-ups. `off` or 0: no limit.
+    #[arg(long, env = "PROXYDECK_AUTH_FAILURE_LIMIT", default_value = "10", value_parser = parse_rate, value_name = "RATE")]
+    auth_failure_limit: Rate,
+    /// The header in which a trusted proxy in front gives the client's
+    /// address (its last address counts), such as X-Forwarded-For. Set it
+    /// only behind such a proxy: clients could write it themselves.
+    /// Default: the connection's own address.
+    #[arg(long, env = "PROXYDECK_CLIENT_ADDRESS_HEADER", value_parser = parse_header_name, value_name = "NAME")]
+    client_address_header: Option<axum::http::HeaderName>,
     /// The caches that are on: `all`, `none`, or a comma-separated list of
     /// token, shared-reads, recent-pages (SQLite), page-memory
     /// (PostgreSQL). Answers are the same either way; only speed differs.
@@ -233,6 +244,12 @@ fn parse_listen_address(text: &str) -> Result<String, String> {
         }
         _ => Err("write HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080".into()),
     }
+}
+
+/// A header's name, as HTTP allows it.
+fn parse_header_name(text: &str) -> Result<axum::http::HeaderName, String> {
+    axum::http::HeaderName::try_from(text)
+        .map_err(|_| format!("{text:?} is not a header name (such as X-Forwarded-For)"))
 }
 
 /// `--rate-limit`: requests per second, or `None` when off.
@@ -297,7 +314,20 @@ impl ServeArgs {
                 timeout: self.request_timeout,
                 ..defaults.limits
             },
-            rate_limit: RateLimitOptions { policy, redis },
+            rate_limit: RateLimitOptions {
+                policy,
+                redis,
+                failures: self
+                    .auth_failure_limit
+                    .0
+                    .map(|rate| Policy::new(rate, None))
+                    .transpose()
+                    .map_err(|why| {
+                        effective
+                            .refuse("auth-failure-limit", format!("--auth-failure-limit: {why}"))
+                    })?,
+                client_address_header: self.client_address_header.clone(),
+            },
         })
     }
 }

@@ -2,11 +2,14 @@
 //! handler: it answers 401 when the token is not good, counts the request
 //! against the token's rate limit (429 when over it), and puts the
 //! `RateLimit-*` headers on whatever the handler answers. A handler that
-//! takes [`Caller`] gets the authenticated principal.
+//! takes [`Caller`] gets the authenticated principal. Failed
+//! authentications are counted per client address; an address over its
+//! limit gets 429 instead of a store look-up (`rate_limit::failures`).
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -14,9 +17,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::error::ApiError;
+use super::error::{ApiError, Throttle};
 use super::observe::CallerNote;
 use crate::auth::{AuthError, Principal};
+use crate::rate_limit::failures::FailureLimiter;
 use crate::rate_limit::{RateLimiter, Verdict};
 
 pub struct Caller(pub Arc<Principal>);
@@ -29,7 +33,11 @@ pub async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = match principal(request.headers(), &app).await {
+    let address = app
+        .failures
+        .as_ref()
+        .and_then(|_| client_address(&request, app.client_address_header.as_ref()));
+    let principal = match principal(request.headers(), &app, address).await {
         Ok(principal) => principal,
         Err(error) => return error.into_response(),
     };
@@ -49,6 +57,7 @@ pub async fn authenticate(
         crate::metrics::rate_limit_rejected();
         ApiError::RateLimited {
             retry_after_seconds: verdict.retry_after_seconds,
+            by: Throttle::Token,
         }
         .into_response()
     };
@@ -56,15 +65,63 @@ pub async fn authenticate(
     response
 }
 
-async fn principal(headers: &HeaderMap, app: &AppState) -> Result<Arc<Principal>, ApiError> {
+async fn principal(
+    headers: &HeaderMap,
+    app: &AppState,
+    address: Option<IpAddr>,
+) -> Result<Arc<Principal>, ApiError> {
+    let failures = app.failures.as_deref().zip(address);
     let mut values = headers.get_all(AUTHORIZATION).iter();
     let authorization = match (values.next(), values.next()) {
         (None, _) => None,
         (Some(value), None) => Some(value.as_bytes()),
         // Two credentials: refuse rather than guess which one counts.
-        (Some(_), Some(_)) => return Err(AuthError::Malformed.into()),
+        (Some(_), Some(_)) => return Err(failed(AuthError::Malformed, failures)),
     };
-    Ok(app.auth.authenticate(authorization).await?)
+    let may_look_up = || match failures.and_then(|(limiter, address)| limiter.refusal(address)) {
+        Some(refusal) => Err(AuthError::Throttled {
+            retry_after_seconds: refusal.retry_after_seconds,
+        }),
+        None => Ok(()),
+    };
+    app.auth
+        .authenticate(authorization, may_look_up)
+        .await
+        .map_err(|error| failed(error, failures))
+}
+
+/// The answer to a failed authentication, counted against the client's
+/// address when it is the caller's fault.
+fn failed(error: AuthError, failures: Option<(&FailureLimiter, IpAddr)>) -> ApiError {
+    match error {
+        AuthError::Throttled { .. } => {
+            crate::metrics::auth_failure_rejected();
+            error.into()
+        }
+        AuthError::Store(_) => error.into(),
+        _ => {
+            if let Some((limiter, address)) = failures {
+                limiter.record(address);
+            }
+            error.into()
+        }
+    }
+}
+
+/// The client's address: the last one in the trusted proxy's header when
+/// one is configured and holds an address, else the connection's peer.
+fn client_address(request: &Request, header: Option<&HeaderName>) -> Option<IpAddr> {
+    let forwarded = header.and_then(|name| {
+        let value = request.headers().get_all(name).iter().next_back()?;
+        let last = value.to_str().ok()?.rsplit(',').next()?;
+        last.trim().parse::<IpAddr>().ok()
+    });
+    forwarded.or_else(|| {
+        request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(peer)| peer.ip())
+    })
 }
 
 /// The principal [`authenticate`] found, handed to the handler.

@@ -24,9 +24,13 @@ pub enum ApiError {
     UriTooLong,
     /// 431.
     HeadersTooLarge,
-    /// 429: the caller's token went over its rate. Carries `Retry-After`
-    /// (whole seconds, at least 1) and `"code": "rate_limit"`.
-    RateLimited { retry_after_seconds: u64 },
+    /// 429: the caller's token went over its rate, or the client's address
+    /// failed to authenticate too often. Carries `Retry-After` (whole
+    /// seconds, at least 1) and `"code": "rate_limit"`.
+    RateLimited {
+        retry_after_seconds: u64,
+        by: Throttle,
+    },
     /// 503: the store did not answer (in time). Carries `Retry-After`.
     Unavailable,
     /// 500.
@@ -82,11 +86,27 @@ impl ApiError {
             Self::HeadersTooLarge => "the request headers are too large".into(),
             Self::RateLimited {
                 retry_after_seconds,
+                by: Throttle::Token,
             } => format!("too many requests with this API token; retry in {retry_after_seconds} s"),
+            Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::FailedAuthentications,
+            } => format!(
+                "too many failed authentications from this address; retry in {retry_after_seconds} s"
+            ),
             Self::Unavailable => "the service cannot reach its store; try again shortly".into(),
             Self::Internal => "an internal error occurred".into(),
         }
     }
+}
+
+/// What a 429 limits.
+#[derive(Debug, Clone, Copy)]
+pub enum Throttle {
+    /// The caller's token's rate.
+    Token,
+    /// The client address's failed authentications.
+    FailedAuthentications,
 }
 
 #[derive(Serialize)]
@@ -144,6 +164,7 @@ impl IntoResponse for ApiError {
             }
             Self::RateLimited {
                 retry_after_seconds,
+                ..
             } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
             }
@@ -157,6 +178,12 @@ impl From<AuthError> for ApiError {
     fn from(error: AuthError) -> Self {
         match error {
             AuthError::Store(store) => store.into(),
+            AuthError::Throttled {
+                retry_after_seconds,
+            } => Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::FailedAuthentications,
+            },
             other => Self::Unauthenticated(other.to_string()),
         }
     }

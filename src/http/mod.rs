@@ -47,6 +47,10 @@ pub struct Services {
     pub auth: Arc<Authenticator>,
     /// Per-token rate limits; `None` when they are off.
     pub metering: Option<Arc<Metering>>,
+    /// Failed authentications per client address; `None` when unlimited.
+    pub failures: Option<Arc<crate::rate_limit::failures::FailureLimiter>>,
+    /// The trusted proxy's header naming the client's address, if any.
+    pub client_address_header: Option<axum::http::HeaderName>,
 }
 
 impl AppState {

@@ -11,6 +11,7 @@
 //! through Redis with [`redis::SharedLimiter`], which falls back to the
 //! local limiter while Redis cannot answer.
 
+pub mod failures;
 pub mod redis;
 
 use std::sync::Arc;
@@ -196,6 +197,17 @@ impl LocalLimiter {
         }
     }
 
+    /// The refusal the next request for `key` would get, without counting
+    /// one; `None` when it would be let through.
+    pub fn refusal(&self, key: &str) -> Option<Verdict> {
+        let now = self.now();
+        let tat = self.tats.get(key)?.load(Ordering::Relaxed);
+        match self.gcra.step(tat, now) {
+            Some(_) => None,
+            None => Some(self.gcra.verdict(false, tat.saturating_sub(now))),
+        }
+    }
+
     fn update(&self, tat: &AtomicU64, now: u64) -> Verdict {
         let mut current = tat.load(Ordering::Relaxed);
         loop {
@@ -221,6 +233,16 @@ impl LocalLimiter {
         self.tats.retain(|_, tat| tat.load(Ordering::Relaxed) > now);
     }
 
+    /// Sweeps every [`SWEEP_INTERVAL`], for ever.
+    pub async fn keep_swept(&self) {
+        let mut ticker = tokio::time::interval(SWEEP_INTERVAL);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            self.sweep();
+        }
+    }
+
     /// Tokens currently tracked.
     pub fn tracked(&self) -> usize {
         self.tats.len()
@@ -238,6 +260,12 @@ pub struct RateLimitOptions {
     /// Where the limit shared by every instance is kept; `None`: each
     /// instance limits on its own.
     pub redis: Option<RedisUrl>,
+    /// Failed authentications each client address may make (`None`: no
+    /// limit); see [`failures`].
+    pub failures: Option<Policy>,
+    /// The request header whose last address is the client's, set by a
+    /// trusted proxy in front (`None`: the connection's peer).
+    pub client_address_header: Option<axum::http::HeaderName>,
 }
 
 impl Default for RateLimitOptions {
@@ -245,6 +273,8 @@ impl Default for RateLimitOptions {
         Self {
             policy: Some(Policy::default()),
             redis: None,
+            failures: Some(failures::default_policy()),
+            client_address_header: None,
         }
     }
 }
@@ -291,12 +321,7 @@ impl RateLimiter {
     /// Drops full buckets from memory every [`SWEEP_INTERVAL`], forever:
     /// abort the task to stop it.
     pub async fn run_sweeper(self: Arc<Self>) {
-        let mut ticker = tokio::time::interval(SWEEP_INTERVAL);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticker.tick().await;
-            self.local.sweep();
-        }
+        self.local.keep_swept().await;
     }
 }
 

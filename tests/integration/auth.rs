@@ -192,3 +192,172 @@ async fn authentication_comes_before_parameter_checks() {
     let (status, body, challenge) = with_header(&app, "/v1/projects?limit=0&bogus=1", None).await;
     assert_unauthenticated(status, &body, challenge);
 }
+
+// ----- Floods of made-up tokens -----
+
+/// A service on `BACKEND` with its token cache on for ten minutes and the
+/// per-address limit on failures given (or none), `u1`'s token made.
+async fn flood_fixture(
+    failures: Option<proxydeck::rate_limit::Policy>,
+    client_address_header: Option<&'static str>,
+) -> (TestApp, String) {
+    let mut options = test_options();
+    options.auth.cache = true;
+    options.auth.cache_ttl = Duration::from_secs(600);
+    options.rate_limit.failures = failures;
+    options.rate_limit.client_address_header =
+        client_address_header.map(reqwest::header::HeaderName::from_static);
+    let app = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
+    app.seed(vec![org(1), user("u1", &[1]), project("p1", 1, 0)])
+        .await;
+    let token = app.token("u1").await;
+    (app, token)
+}
+
+async fn status_from(
+    app: &TestApp,
+    secret: &str,
+    forwarded_for: Option<&str>,
+) -> (StatusCode, Value) {
+    let mut request = app.client.get(app.url("/v1/projects")).bearer_auth(secret);
+    if let Some(address) = forwarded_for {
+        request = request.header("x-forwarded-for", address);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let retry_after = response.headers().get("retry-after").cloned();
+    let body: Value = response.json().await.unwrap();
+    if status == 429 {
+        let seconds: u64 = retry_after
+            .expect("Retry-After")
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(seconds >= 1, "{seconds}");
+    }
+    (status, body)
+}
+
+/// The same made-up token asked over and over is looked up in the store
+/// once while the token cache remembers the miss; with the token cache
+/// off, every time. (The counters are the process's: nextest runs each
+/// test in a process of its own.)
+#[tokio::test]
+async fn a_made_up_token_is_looked_up_once_while_its_miss_is_remembered() {
+    require!(BACKEND);
+    let (app, token) = flood_fixture(None, None).await;
+    assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+    let made_up = proxydeck::domain::token::generate();
+    let lookups = metric("proxydeck_token_cache_misses_total");
+    let remembered = metric("proxydeck_token_misses_remembered_total");
+    for _ in 0..30 {
+        let (status, body) = status_from(&app, &made_up, None).await;
+        assert_eq!(status, 401, "{body}");
+    }
+    assert_eq!(metric("proxydeck_token_cache_misses_total") - lookups, 1.0);
+    assert_eq!(
+        metric("proxydeck_token_misses_remembered_total") - remembered,
+        29.0
+    );
+    // The real token is still answered.
+    assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+
+    let mut options = test_options();
+    options.auth.cache = false;
+    options.rate_limit.failures = None;
+    let uncached = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
+    let lookups = metric("proxydeck_token_cache_misses_total");
+    for _ in 0..10 {
+        assert_eq!(status_from(&uncached, &made_up, None).await.0, 401);
+    }
+    assert_eq!(metric("proxydeck_token_cache_misses_total") - lookups, 10.0);
+}
+
+/// An address that failed to authenticate more than its policy allows gets
+/// 429, with the rate limit's error body and `Retry-After`, instead of a
+/// token look-up; a token the service remembers still works from it, and a
+/// malformed one is still a 401 (it costs no look-up).
+#[tokio::test]
+async fn an_address_failing_too_often_gets_429_before_any_look_up() {
+    require!(BACKEND);
+    let policy = proxydeck::rate_limit::Policy::new(0.01, Some(5)).unwrap();
+    let (app, token) = flood_fixture(Some(policy), None).await;
+    assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+    let other_user = app.token("u1").await; // made, never used: not cached
+    for _ in 0..5 {
+        let made_up = proxydeck::domain::token::generate();
+        assert_eq!(status_from(&app, &made_up, None).await.0, 401);
+    }
+    let lookups = metric("proxydeck_token_cache_misses_total");
+    let rejected = metric("proxydeck_auth_failure_rejections_total");
+    for _ in 0..20 {
+        let made_up = proxydeck::domain::token::generate();
+        let (status, body) = status_from(&app, &made_up, None).await;
+        assert_eq!(status, 429, "{body}");
+        assert_eq!(assert_error_shape(&body), "invalid_request_error");
+        assert_eq!(body["error"]["code"], "rate_limit", "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("failed authentications"), "{message}");
+        assert!(!message.contains(&made_up[4..]), "{message}");
+    }
+    assert_eq!(
+        metric("proxydeck_token_cache_misses_total"),
+        lookups,
+        "no look-up"
+    );
+    assert_eq!(
+        metric("proxydeck_auth_failure_rejections_total") - rejected,
+        20.0
+    );
+    assert_eq!(
+        app.get("/v1/projects", &token).await.status(),
+        200,
+        "remembered"
+    );
+    assert_eq!(status_from(&app, "pxd_short", None).await.0, 401);
+    assert_eq!(
+        status_from(&app, &other_user, None).await.0,
+        429,
+        "needs a look-up"
+    );
+}
+
+/// The client's address is the last one of the trusted proxy's header when
+/// `client_address_header` names it, and the connection's otherwise (then
+/// the header changes nothing).
+#[tokio::test]
+async fn the_client_address_comes_from_the_trusted_header_only_when_configured() {
+    require!(BACKEND);
+    let policy = proxydeck::rate_limit::Policy::new(0.01, Some(3)).unwrap();
+    let (app, _) = flood_fixture(Some(policy), Some("x-forwarded-for")).await;
+    for _ in 0..3 {
+        let made_up = proxydeck::domain::token::generate();
+        assert_eq!(
+            status_from(&app, &made_up, Some("198.51.100.7")).await.0,
+            401
+        );
+    }
+    let made_up = proxydeck::domain::token::generate();
+    for (forwarded, expected) in [
+        ("198.51.100.7", 429),
+        ("203.0.113.1, 198.51.100.7", 429),
+        ("198.51.100.8", 401),
+        ("198.51.100.7, 198.51.100.9", 401),
+    ] {
+        let (status, body) = status_from(&app, &made_up, Some(forwarded)).await;
+        assert_eq!(status, expected, "{forwarded}: {body}");
+    }
+
+    let (app, _) = flood_fixture(Some(policy), None).await;
+    for n in 0..3 {
+        let made_up = proxydeck::domain::token::generate();
+        let forwarded = format!("198.51.100.{n}");
+        assert_eq!(status_from(&app, &made_up, Some(&forwarded)).await.0, 401);
+    }
+    let made_up = proxydeck::domain::token::generate();
+    assert_eq!(
+        status_from(&app, &made_up, Some("198.51.100.50")).await.0,
+        429
+    );
+}

@@ -27,7 +27,12 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
-    let app = TestApp::spawn(BACKEND).await;
+    // The fuzzers send thousands of bad tokens from one address: without
+    // the per-address limit on failures (auth.rs tests it), so that each
+    // one is judged on its own.
+    let mut options = test_options();
+    options.rate_limit.failures = None;
+    let app = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
     let mut lines = vec![org(1), org(2), user("u1", &[1]), user("u2", &[2])];
     for (id, organization, created) in [
         ("p1", 1, 0),
