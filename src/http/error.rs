@@ -202,6 +202,8 @@ impl From<StoreError> for ApiError {
                 tracing::warn!(%cause, request_id = current_request_id(), "store unavailable");
                 Self::Unavailable
             }
+            // Logged once for the whole outage, where it is tracked.
+            StoreError::Down => Self::Unavailable,
             StoreError::Internal(cause) => {
                 tracing::error!(%cause, request_id = current_request_id(), "store fault");
                 Self::Internal

@@ -3,6 +3,7 @@
 //! from the database URL.
 
 pub mod cache;
+pub mod outage;
 mod postgres;
 mod sql;
 mod sqlite;
@@ -103,6 +104,10 @@ pub enum StoreError {
     /// is for the server's log only: it never holds SQL or secrets.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// Refused without trying: the database is known to be down, and the
+    /// outage is logged where it is tracked (`outage`), not per request.
+    #[error("store unavailable: the database is down")]
+    Down,
     /// Anything else that should not happen. Log only, like `Unavailable`.
     #[error("store fault: {0}")]
     Internal(String),

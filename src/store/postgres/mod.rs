@@ -33,6 +33,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
+use super::outage::Outage;
 use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
 use super::{JsonPage, ListingKey, PoolUse, StoreError, StoreOptions};
 use crate::domain::organization_set::OrganizationSet;
@@ -129,7 +130,10 @@ impl PostgresDriver {
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(30))
             .tcp_user_timeout(options.timeout.max(Duration::from_secs(5)));
-        let connector = Connector { config };
+        let connector = Connector {
+            config,
+            outage: Arc::default(),
+        };
         // tokio-postgres' errors do not say which server refused.
         let cannot_connect = || {
             format!(
@@ -153,6 +157,7 @@ impl PostgresDriver {
         }
         let pool = managed::Pool::builder(Connector {
             config: connector.config.clone(),
+            outage: connector.outage.clone(),
         })
         .max_size(exclusive)
         .wait_timeout(Some(options.timeout))
@@ -194,7 +199,7 @@ impl PostgresDriver {
     /// An exclusive connection, waiting at most the configured timeout.
     async fn checkout(&self) -> Result<Object<Connector>, StoreError> {
         self.exclusive.get().await.map_err(|error| match error {
-            PoolError::Backend(error) => error.into(),
+            PoolError::Backend(error) => error,
             PoolError::Timeout(_) => {
                 StoreError::Unavailable("no database connection in time".into())
             }
@@ -600,7 +605,12 @@ impl From<tokio_postgres::Error> for StoreError {
                 "invalid column",
                 "expected ",
             ];
-            let text = format!("PostgreSQL: {error}");
+            // With its cause: "error connecting to server" alone says
+            // little (the cause names the refusal, never a password).
+            let text = match std::error::Error::source(&error) {
+                Some(cause) => format!("PostgreSQL: {error}: {cause}"),
+                None => format!("PostgreSQL: {error}"),
+            };
             if ours
                 .iter()
                 .any(|start| error.to_string().starts_with(start))
@@ -630,11 +640,25 @@ impl From<tokio_postgres::Error> for StoreError {
 /// manager.
 pub struct Connector {
     config: Config,
+    /// Shared by every connection of the driver: an attempt while the
+    /// database is known to be down is refused at once.
+    outage: Arc<Outage>,
 }
 
 impl Connector {
-    async fn connect(&self) -> Result<PgConnection, tokio_postgres::Error> {
-        let (client, connection) = self.config.connect(NoTls).await?;
+    async fn connect(&self) -> Result<PgConnection, StoreError> {
+        self.outage.may_try()?;
+        let (client, connection) = match self.config.connect(NoTls).await {
+            Ok(connected) => {
+                self.outage.reached();
+                connected
+            }
+            Err(error) => {
+                let error = StoreError::from(error);
+                self.outage.failed(&error);
+                return Err(error);
+            }
+        };
         // The connection's socket is driven by a task of its own; it ends
         // when the client is dropped or the server goes away.
         tokio::spawn(async move {
@@ -651,14 +675,10 @@ impl Connector {
 
 impl managed::Manager for Connector {
     type Type = PgConnection;
-    type Error = tokio_postgres::Error;
+    type Error = StoreError;
 
-    async fn create(&self) -> Result<PgConnection, tokio_postgres::Error> {
-        let connected = self.connect().await;
-        if let Err(error) = &connected {
-            tracing::warn!(%error, "PostgreSQL connection failed");
-        }
-        connected
+    async fn create(&self) -> Result<PgConnection, StoreError> {
+        self.connect().await
     }
 
     /// A closed connection is replaced; a stale one that still looks open
@@ -668,7 +688,7 @@ impl managed::Manager for Connector {
         &self,
         connection: &mut PgConnection,
         _: &Metrics,
-    ) -> RecycleResult<tokio_postgres::Error> {
+    ) -> RecycleResult<StoreError> {
         if connection.client.is_closed() {
             Err(RecycleError::message("the connection is closed"))
         } else {

@@ -400,8 +400,13 @@ where
     let _timer = OperationTimer::start(operation);
     let attempt = |limit| within(limit, driver.run(Access::Read, input.clone(), work));
     match attempt(request_timeout).await {
-        Err(StoreError::Unavailable(_)) if started.elapsed() < request_timeout => {
-            attempt(request_timeout.saturating_sub(started.elapsed())).await
+        Err(StoreError::Unavailable(first)) if started.elapsed() < request_timeout => {
+            match attempt(request_timeout.saturating_sub(started.elapsed())).await {
+                // The first failure marked the database down: it is what
+                // this request met, and what its log line should say.
+                Err(StoreError::Down) => Err(StoreError::Unavailable(first)),
+                result => result,
+            }
         }
         result => result,
     }
