@@ -182,6 +182,11 @@ struct ServeArgs {
     /// keep-alive connections close after it.
     #[arg(long, env = "PROXYDECK_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     header_read_timeout: Duration,
+    /// Longest the client may take no byte of an answer being written;
+    /// then the connection closes (a client that stops reading cannot hold
+    /// it).
+    #[arg(long, env = "PROXYDECK_WRITE_TIMEOUT", default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    write_timeout: Duration,
     /// Connections open at once, at most; beyond it new ones wait in the
     /// listen queue until one closes.
     #[arg(long, env = "PROXYDECK_MAX_CONNECTIONS", default_value = "10000", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
@@ -308,6 +313,7 @@ impl ServeArgs {
                 header_read_timeout: self.header_read_timeout,
                 max_connections: self.max_connections as usize,
                 shutdown_grace: self.shutdown_grace,
+                write_timeout: self.write_timeout,
                 ..defaults.server
             },
             limits: RequestLimits {

@@ -10,6 +10,7 @@ pub mod openapi;
 mod operations;
 mod query;
 pub mod server;
+mod write_deadline;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;

@@ -22,6 +22,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::write_deadline::WriteDeadline;
 use crate::metrics;
 
 #[derive(Clone, Debug)]
@@ -41,6 +42,9 @@ pub struct ServerOptions {
     pub max_head_bytes: usize,
     /// How long shutdown waits for in-flight requests.
     pub shutdown_grace: Duration,
+    /// Longest a write may wait for the client to take a byte of an
+    /// answer; then the connection closes (`write_deadline`).
+    pub write_timeout: Duration,
 }
 
 impl Default for ServerOptions {
@@ -50,6 +54,7 @@ impl Default for ServerOptions {
             max_connections: 10_000,
             max_head_bytes: 64 * 1024,
             shutdown_grace: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -148,6 +153,7 @@ pub async fn serve(
                 request
             },
         );
+        let stream = WriteDeadline::new(stream, options.write_timeout);
         let connection =
             builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         let connection = graceful.watch(connection);

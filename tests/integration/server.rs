@@ -1596,3 +1596,70 @@ async fn thousands_of_idle_connections_neither_block_service_nor_leak() {
         "memory grew again: peaks {peaks:?} KiB from {base_rss} KiB"
     );
 }
+
+/// A client that sends requests and never reads the answers cannot hold
+/// its connection: once the socket takes no byte of an answer for
+/// `write_timeout`, the server closes it. Meanwhile the admin listener
+/// (`--admin-listen`, its own connection limit) answers health checks
+/// though the API listener is full; afterwards the API serves again.
+/// Before the write timeout existed, such connections stayed open for as
+/// long as their clients did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_cut_off_and_health_answers_meanwhile() {
+    let mut options = test_options();
+    options.server.max_connections = 2;
+    options.server.write_timeout = Duration::from_millis(500);
+    options.admin_listen = Some("127.0.0.1:0".into());
+    let (app, token) = seeded_app(options, 100).await;
+    let page = get_request("/v1/projects?limit=100", Some(&token));
+    // Two connections that ask and ask and never read, their receive
+    // buffers small: the server's writes soon wait.
+    let mut stuck = Vec::new();
+    for _ in 0..2 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let stream = socket.connect(app.address).await.unwrap();
+        let (_reader, mut writer) = stream.into_split();
+        let page = page.clone();
+        stuck.push((
+            _reader,
+            tokio::spawn(async move {
+                for _ in 0..5_000 {
+                    if writer.write_all(page.as_bytes()).await.is_err() {
+                        break; // closed by the server: what is expected
+                    }
+                }
+            }),
+        ));
+    }
+    // Health answers on the admin listener while the API's is full.
+    let admin = app.admin_address.expect("an admin listener");
+    let health = app
+        .client
+        .get(format!("http://{admin}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    // A third API client waits in the listen queue until the server cuts
+    // a stuck one off, then is served.
+    let mut waiting = connect(app.address).await;
+    waiting
+        .write_all(get_request("/v1/projects", Some(&token)).as_bytes())
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(15),
+        read_response(&mut waiting, &mut Vec::new()),
+    )
+    .await
+    .expect("a connection that did not read was closed within the write timeout");
+    assert_eq!(answer.status, 200, "{answer:?}");
+    for (_reader, writer) in stuck {
+        tokio::time::timeout(Duration::from_secs(15), writer)
+            .await
+            .expect("the stuck connection was closed")
+            .unwrap();
+    }
+    app.stop().await;
+}
