@@ -24,6 +24,9 @@ pub enum ApiError {
     UriTooLong,
     /// 431.
     HeadersTooLarge,
+    /// 400: the bytes are not an HTTP/1.1 request (answered by the
+    /// connection layer, `http::client_stream`).
+    MalformedRequest,
     /// 429: the caller's token went over its rate, or the client's address
     /// failed to authenticate too often. Carries `Retry-After` (whole
     /// seconds, at least 1) and `"code": "rate_limit"`.
@@ -58,6 +61,7 @@ impl ApiError {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::UriTooLong => StatusCode::URI_TOO_LONG,
             Self::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            Self::MalformedRequest => StatusCode::BAD_REQUEST,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -70,6 +74,7 @@ impl ApiError {
             | Self::MethodNotAllowed
             | Self::UriTooLong
             | Self::HeadersTooLarge
+            | Self::MalformedRequest
             | Self::RateLimited { .. } => "invalid_request_error",
             Self::Unauthenticated(_) => "authentication_error",
             Self::NotFound(_) => "not_found_error",
@@ -84,6 +89,10 @@ impl ApiError {
             Self::MethodNotAllowed => "this path answers only GET and HEAD".into(),
             Self::UriTooLong => "the request URI is too long".into(),
             Self::HeadersTooLarge => "the request headers are too large".into(),
+            Self::MalformedRequest => {
+                "the request is not valid HTTP/1.1 (its request line or a header is malformed)"
+                    .into()
+            }
             Self::RateLimited {
                 retry_after_seconds,
                 by: Throttle::Token,
@@ -132,10 +141,11 @@ struct ParamError<'a> {
     message: &'a str,
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+impl ApiError {
+    /// The JSON error body (`decisions.md` section 3).
+    pub fn body(&self) -> Vec<u8> {
         let message = self.message();
-        let params = match &self {
+        let params = match self {
             Self::InvalidParameter { param, rule } => Some([ParamError {
                 param,
                 message: rule,
@@ -153,7 +163,13 @@ impl IntoResponse for ApiError {
                 },
             },
         };
-        let mut response = super::json_response(self.status(), &body);
+        serde_json::to_vec(&body).expect("an error body serializes")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = super::json_body(self.status(), self.body().into());
         let headers = response.headers_mut();
         match self {
             Self::Unauthenticated(_) => {

@@ -2,6 +2,7 @@
 //! metrics. [`server`] runs the router on sockets.
 
 mod caller;
+mod client_stream;
 mod conditional;
 pub mod error;
 mod listings;
@@ -10,7 +11,6 @@ pub mod openapi;
 mod operations;
 mod query;
 pub mod server;
-mod write_deadline;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -26,7 +26,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
-use serde::Serialize;
 use tower_http::compression::predicate::SizeAbove;
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
@@ -154,26 +153,6 @@ async fn not_found() -> ApiError {
         "no such route; see /v1/projects, /v1/api_tokens and /v1/projects/{id}/proxy-settings"
             .into(),
     )
-}
-
-/// Serialises `body` as the JSON answer.
-pub fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
-    serialised(body, |bytes| json_body(status, Body::from(bytes)))
-}
-
-/// `answer` with `body` as JSON, or a bare 500 when it cannot be written.
-fn serialised(body: &impl Serialize, answer: impl FnOnce(Vec<u8>) -> Response) -> Response {
-    match serde_json::to_vec(body) {
-        Ok(bytes) => answer(bytes),
-        Err(error) => {
-            tracing::error!(
-                %error,
-                request_id = observe::current_request_id(),
-                "cannot serialise a response"
-            );
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
-        }
-    }
 }
 
 fn tagged(mut response: Response, tag: HeaderValue) -> Response {

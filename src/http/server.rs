@@ -22,7 +22,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::write_deadline::WriteDeadline;
+use super::client_stream::ClientStream;
 use crate::metrics;
 
 #[derive(Clone, Debug)]
@@ -43,7 +43,7 @@ pub struct ServerOptions {
     /// How long shutdown waits for in-flight requests.
     pub shutdown_grace: Duration,
     /// Longest a write may wait for the client to take a byte of an
-    /// answer; then the connection closes (`write_deadline`).
+    /// answer; then the connection closes (`client_stream`).
     pub write_timeout: Duration,
 }
 
@@ -153,7 +153,7 @@ pub async fn serve(
                 request
             },
         );
-        let stream = WriteDeadline::new(stream, options.write_timeout);
+        let stream = ClientStream::new(stream, options.write_timeout);
         let connection =
             builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         let connection = graceful.watch(connection);
