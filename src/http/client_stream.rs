@@ -9,6 +9,12 @@
 //!   connection holds meanwhile is bounded too: hyper reads no further
 //!   request while an answer is unwritten, so at most one answer waits in
 //!   the process, besides the kernel's socket buffers.
+//! - **`Connection: close` while draining.** From shutdown on, every
+//!   answer's head gets `connection: close` here, below hyper: the client
+//!   learns to send no more, while hyper still reads and answers what it
+//!   sent already (a `Connection: close` set on the response would make
+//!   hyper close after it, losing requests pipelined behind it). Reads are
+//!   counted meanwhile: the server waits for its clients to go quiet.
 //! - **JSON bodies on hyper's own answers** (`decisions.md` section 3). A
 //!   request hyper cannot parse (a malformed request line or header, a
 //!   head over the connection's limit) never reaches the router: hyper
@@ -22,6 +28,8 @@
 use std::future::Future as _;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -42,17 +50,59 @@ pub struct ClientStream<S> {
     stalled: Option<Pin<Box<Sleep>>>,
     /// A rewritten answer and how much of it the socket took.
     pending: Option<(Vec<u8>, usize)>,
+    /// The server's shutdown, shared by its connections.
+    drain: Arc<Drain>,
+}
+
+/// A listener's shutdown as its connections see it: whether it began
+/// (then answers say `Connection: close`), and how many reads brought
+/// bytes since, so that the server can tell when clients went quiet.
+#[derive(Default)]
+pub struct Drain {
+    began: AtomicBool,
+    reads: AtomicU64,
+}
+
+impl Drain {
+    pub fn begin(&self) {
+        self.began.store(true, Ordering::Relaxed);
+    }
+
+    fn began(&self) -> bool {
+        self.began.load(Ordering::Relaxed)
+    }
+
+    /// Reads that brought bytes since the drain began.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
 }
 
 impl<S> ClientStream<S> {
-    pub fn new(inner: S, write_timeout: Duration) -> Self {
+    pub fn new(inner: S, write_timeout: Duration, drain: Arc<Drain>) -> Self {
         Self {
             inner,
             write_timeout,
             stalled: None,
             pending: None,
+            drain,
         }
     }
+}
+
+/// `head` (an answer's first bytes, starting with its status line) saying
+/// `connection: close`, when it does not already.
+fn closing(head: &[u8]) -> Option<Vec<u8>> {
+    let line_end = memchr::memmem::find(head, b"\r\n")? + 2;
+    let head_end = memchr::memmem::find(head, b"\r\n\r\n").unwrap_or(head.len());
+    if memchr::memmem::find(&head[..head_end], b"\r\nconnection: close\r\n").is_some() {
+        return None;
+    }
+    let mut answer = Vec::with_capacity(head.len() + 19);
+    answer.extend_from_slice(&head[..line_end]);
+    answer.extend_from_slice(b"connection: close\r\n");
+    answer.extend_from_slice(&head[line_end..]);
+    Some(answer)
 }
 
 /// `head` with a JSON body, when it is one of hyper's bare error answers.
@@ -122,7 +172,11 @@ impl<S: AsyncWrite + Unpin> ClientStream<S> {
     /// Takes `head` as written when it is rewritten (and starts writing
     /// the rewritten answer); `None` for any other write.
     fn rewrite(&mut self, cx: &mut Context<'_>, head: &[u8]) -> Option<Poll<io::Result<usize>>> {
-        let answer = rewritten(head)?;
+        let answer = match rewritten(head) {
+            Some(answer) => answer,
+            None if self.drain.began() && head.starts_with(b"HTTP/1.") => closing(head)?,
+            None => return None,
+        };
         self.pending = Some((answer, 0));
         Some(match self.drain(cx) {
             Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
@@ -153,6 +207,12 @@ impl<S: AsyncWrite + Unpin> ClientStream<S> {
                 return taken;
             }
         }
+        // While draining, an answer's head (its own slice) says close.
+        if let Some(first) = first.filter(|_| self.drain.began())
+            && let Some(taken) = self.rewrite(cx, first)
+        {
+            return taken;
+        }
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
 }
@@ -163,7 +223,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for ClientStream<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if self.drain.began() && buf.filled().len() > before {
+            self.drain.reads.fetch_add(1, Ordering::Relaxed);
+        }
+        poll
     }
 }
 
@@ -210,6 +275,18 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ClientStream<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_draining_answer_says_close_once_right_after_its_status_line() {
+        let head =
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+        assert_eq!(
+            closing(head).unwrap(),
+            b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+        );
+        let said = b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
+        assert_eq!(closing(said), None);
+    }
 
     #[test]
     fn only_hypers_bare_error_heads_are_rewritten() {

@@ -11,7 +11,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::ConnectInfo;
@@ -22,7 +22,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::client_stream::ClientStream;
+use super::client_stream::{ClientStream, Drain};
 use crate::metrics;
 
 #[derive(Clone, Debug)]
@@ -58,6 +58,14 @@ impl Default for ServerOptions {
         }
     }
 }
+
+/// How long, at most, connections are served on after shutdown began
+/// before those left (idle ones) are closed.
+const DRAIN_WINDOW: Duration = Duration::from_secs(1);
+/// How long no client may send a byte for the drain to end early.
+const DRAIN_QUIET: Duration = Duration::from_millis(100);
+/// How often the drain checks whether every connection has closed.
+const DRAIN_CHECK: Duration = Duration::from_millis(10);
 
 /// A connection's place under the limit and in the gauges, given back
 /// when it ends, however it ends.
@@ -100,6 +108,8 @@ pub async fn serve(
         .keep_alive(true);
 
     let graceful = GracefulShutdown::new();
+    // Begun at shutdown: every answer from then on says `Connection: close`.
+    let drain = Arc::new(Drain::default());
     let slots = Arc::new(Semaphore::new(options.max_connections));
     let gauges = Arc::new(metrics::ConnectionGauges::new(
         name,
@@ -153,7 +163,7 @@ pub async fn serve(
                 request
             },
         );
-        let stream = ClientStream::new(stream, options.write_timeout);
+        let stream = ClientStream::new(stream, options.write_timeout, drain.clone());
         let connection =
             builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         let connection = graceful.watch(connection);
@@ -170,7 +180,28 @@ pub async fn serve(
         connections = graceful.count(),
         "shutting down; letting in-flight requests finish"
     );
-    if tokio::time::timeout(options.shutdown_grace, graceful.shutdown())
+    // Hyper's graceful shutdown closes a connection at once when it is
+    // between requests, though its client may have sent the next one
+    // already (it is in the socket, or pipelined behind the last answer).
+    // So first every connection goes on being served, each answer saying
+    // `Connection: close`: a client that reads it sends no more and closes
+    // once its answers are in, and nothing it sent is lost. When every
+    // connection has closed, or no client has sent a byte for a moment,
+    // or at the latest after the drain window, the connections left (idle
+    // ones, and requests still being answered) are shut down gracefully.
+    drain.begin();
+    let started = Instant::now();
+    let window = DRAIN_WINDOW.min(options.shutdown_grace);
+    let (mut reads, mut quiet_since) = (drain.reads(), Instant::now());
+    while graceful.count() > 0 && started.elapsed() < window && quiet_since.elapsed() < DRAIN_QUIET
+    {
+        tokio::time::sleep(DRAIN_CHECK).await;
+        if drain.reads() != reads {
+            (reads, quiet_since) = (drain.reads(), Instant::now());
+        }
+    }
+    let grace = options.shutdown_grace.saturating_sub(started.elapsed());
+    if tokio::time::timeout(grace, graceful.shutdown())
         .await
         .is_err()
     {

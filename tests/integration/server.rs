@@ -1737,3 +1737,73 @@ async fn answers_of_the_connection_layer_have_the_json_error_body() {
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert_json_error_answer(&both[second..], 400);
 }
+
+/// One keep-alive connection of `a_sigterm_under_load_loses_no_request`:
+/// it keeps `depth` requests in flight (pipelined when more than one)
+/// until an answer says `Connection: close`, then reads what it is owed
+/// and ends. Answers the requests answered; any request left without an
+/// answer panics the task (a read or a write fails).
+async fn until_told_to_close(
+    address: SocketAddr,
+    request: String,
+    depth: usize,
+    answered_total: Arc<std::sync::atomic::AtomicUsize>,
+) -> usize {
+    let mut stream = connect(address).await;
+    let mut buffer = Vec::new();
+    let (mut in_flight, mut answered, mut closing) = (0, 0, false);
+    loop {
+        while !closing && in_flight < depth {
+            stream
+                .write_all(request.as_bytes())
+                .await
+                .expect("a request is sent on an open connection");
+            in_flight += 1;
+        }
+        if in_flight == 0 {
+            return answered;
+        }
+        let answer = read_response(&mut stream, &mut buffer).await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        in_flight -= 1;
+        answered += 1;
+        answered_total.fetch_add(1, Ordering::Relaxed);
+        closing |= answer.header("connection") == Some("close");
+    }
+}
+
+/// SIGTERM under keep-alive load, plain and pipelined: every request a
+/// client sent gets its answer; from shutdown on the answers say
+/// `Connection: close`, so clients stop sending, and the server exits
+/// cleanly. Before, every connection lost the request it had sent when
+/// shutdown began (hyper closes a connection between requests at once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigterm_under_load_loses_no_request() {
+    let (_dir, path, secret) = seeded_database(30).await;
+    let mut binary = Binary::start(&path, &[], "info");
+    let request = get_request("/v1/projects?limit=30", Some(&secret));
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut clients = JoinSet::new();
+    for connection in 0..16 {
+        let depth = if connection % 2 == 0 { 1 } else { 3 };
+        clients.spawn(until_told_to_close(
+            binary.address,
+            request.clone(),
+            depth,
+            answered.clone(),
+        ));
+    }
+    // Under way on every connection before the signal.
+    while answered.load(Ordering::Relaxed) < 2_000 {
+        tokio::task::yield_now().await;
+    }
+    let (took, status, _stdout, stderr) = binary.stop_with("TERM").await;
+    assert!(status.success(), "exit {status:?}; stderr:\n{stderr}");
+    assert!(took < Duration::from_secs(3), "exit took {took:?}");
+    let mut per_connection = Vec::new();
+    while let Some(joined) = clients.join_next().await {
+        per_connection.push(joined.expect("no request of the connection was lost"));
+    }
+    assert_eq!(per_connection.len(), 16);
+    assert!(per_connection.iter().all(|&n| n > 0), "{per_connection:?}");
+}
