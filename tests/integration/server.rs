@@ -21,6 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 
+use crate::binary::{Sandbox, Server, free_port};
 use crate::helpers::*;
 
 /// Longest any single socket operation may take before a test fails.
@@ -1607,11 +1608,23 @@ async fn thousands_of_idle_connections_neither_block_service_nor_leak() {
 /// long as their clients did.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_is_cut_off_and_health_answers_meanwhile() {
-    let mut options = test_options();
-    options.server.max_connections = 2;
-    options.server.write_timeout = Duration::from_millis(500);
-    options.admin_listen = Some("127.0.0.1:0".into());
-    let (app, token) = seeded_app(options, 100).await;
+    let sandbox = Sandbox::new();
+    let token = sandbox.directory(1, "u1");
+    let projects: Vec<Value> = (0..100)
+        .map(|i| project(&format!("p{i:03}"), 1, i))
+        .collect();
+    sandbox.import(&projects);
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin_listen = admin.to_string();
+    let server = sandbox.serve(&[
+        "--max-connections",
+        "2",
+        "--write-timeout",
+        "500ms",
+        "--admin-listen",
+        &admin_listen,
+    ]);
+    let address = address_of(&server);
     let page = get_request("/v1/projects?limit=100", Some(&token));
     // Two connections that ask and ask and never read, their receive
     // buffers small: the server's writes soon wait.
@@ -1619,7 +1632,7 @@ async fn a_client_that_stops_reading_is_cut_off_and_health_answers_meanwhile() {
     for _ in 0..2 {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
         socket.set_recv_buffer_size(4096).unwrap();
-        let stream = socket.connect(app.address).await.unwrap();
+        let stream = socket.connect(address).await.unwrap();
         let (_reader, mut writer) = stream.into_split();
         let page = page.clone();
         stuck.push((
@@ -1634,8 +1647,7 @@ async fn a_client_that_stops_reading_is_cut_off_and_health_answers_meanwhile() {
         ));
     }
     // Health answers on the admin listener while the API's is full.
-    let admin = app.admin_address.expect("an admin listener");
-    let health = app
+    let health = server
         .client
         .get(format!("http://{admin}/healthz"))
         .send()
@@ -1644,7 +1656,7 @@ async fn a_client_that_stops_reading_is_cut_off_and_health_answers_meanwhile() {
     assert_eq!(health.status(), 200);
     // A third API client waits in the listen queue until the server cuts
     // a stuck one off, then is served.
-    let mut waiting = connect(app.address).await;
+    let mut waiting = connect(address).await;
     waiting
         .write_all(get_request("/v1/projects", Some(&token)).as_bytes())
         .await
@@ -1662,7 +1674,15 @@ async fn a_client_that_stops_reading_is_cut_off_and_health_answers_meanwhile() {
             .expect("the stuck connection was closed")
             .unwrap();
     }
-    app.stop().await;
+}
+
+/// The address a server started by the binary harness listens on.
+fn address_of(server: &Server) -> SocketAddr {
+    server
+        .base
+        .trim_start_matches("http://")
+        .parse()
+        .expect("the server's address")
 }
 
 /// `raw` is one answer with `status`, `Connection: close`, and the JSON
@@ -1695,7 +1715,10 @@ fn assert_json_error_answer(raw: &[u8], status: u16) {
 /// than 100 headers an empty 431.
 #[tokio::test]
 async fn answers_of_the_connection_layer_have_the_json_error_body() {
-    let (app, token) = seeded_app(test_options(), 1).await;
+    let sandbox = Sandbox::new();
+    let token = sandbox.directory(1, "u1");
+    let server = sandbox.serve(&[]);
+    let address = address_of(&server);
     let many_headers: String = (0..120).map(|i| format!("x-h{i}: y\r\n")).collect();
     let cases: [(String, u16); 6] = [
         (
@@ -1715,7 +1738,7 @@ async fn answers_of_the_connection_layer_have_the_json_error_body() {
         ),
     ];
     for (request, status) in cases {
-        let mut stream = connect(app.address).await;
+        let mut stream = connect(address).await;
         stream.write_all(request.as_bytes()).await.unwrap();
         let answer = read_until_closed(&mut stream, IO_TIMEOUT)
             .await
@@ -1723,7 +1746,7 @@ async fn answers_of_the_connection_layer_have_the_json_error_body() {
         assert_json_error_answer(&answer, status);
     }
     // After a good request on a kept-alive connection too.
-    let mut stream = connect(app.address).await;
+    let mut stream = connect(address).await;
     let good = get_request("/v1/projects", Some(&token));
     stream
         .write_all(format!("{good}GARBAGE\r\n\r\n").as_bytes())
