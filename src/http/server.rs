@@ -141,7 +141,7 @@ pub async fn serve(
                 }
             }
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
@@ -153,7 +153,6 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let (stream, peer) = stream;
         let _ = stream.set_nodelay(true);
         // Each request knows the connection's peer (axum's ConnectInfo).
         let service = tower::ServiceExt::map_request(

@@ -574,6 +574,8 @@ async fn an_outage_is_answered_at_once_and_logged_once() {
     let deadline = Instant::now() + Duration::from_secs(10);
     while ask().await.unwrap().status() != 200 {
         assert!(Instant::now() < deadline, "not back within 10 s");
+        // No event to wait on: the service only finds the database again
+        // through a request, after its backoff; ask again shortly.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let log = serving
