@@ -7,6 +7,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::BACKEND;
+use crate::binary::{Sandbox, Server};
 use crate::helpers::*;
 
 const LISTINGS: [&str; 3] = [
@@ -194,32 +195,32 @@ async fn authentication_comes_before_parameter_checks() {
 }
 
 // ----- Floods of made-up tokens -----
+//
+// These run the real binary on `BACKEND` and read its own `/metrics`:
+// the counters are the server process's.
 
-/// A service on `BACKEND` with its token cache on for ten minutes and the
-/// per-address limit on failures given (or none), `u1`'s token made.
-async fn flood_fixture(
-    failures: Option<proxydeck::rate_limit::Policy>,
-    client_address_header: Option<&'static str>,
-) -> (TestApp, String) {
-    let mut options = test_options();
-    options.auth.cache = true;
-    options.auth.cache_ttl = Duration::from_secs(600);
-    options.rate_limit.failures = failures;
-    options.rate_limit.client_address_header =
-        client_address_header.map(reqwest::header::HeaderName::from_static);
-    let app = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
-    app.seed(vec![org(1), user("u1", &[1]), project("p1", 1, 0)])
-        .await;
-    let token = app.token("u1").await;
-    (app, token)
+/// `proxydeck serve` on a sandbox on `BACKEND` holding `u1` (in org 1)
+/// and one project, with `flags`; answers the sandbox (which must outlive
+/// the server), the server and `u1`'s secret.
+fn flood_server(flags: &[&str]) -> (Sandbox, Server, String) {
+    let sandbox = Sandbox::on(BACKEND);
+    let token = sandbox.directory(1, "u1");
+    sandbox.import(&[project("p1", 1, 0)]);
+    let server = sandbox.serve(flags);
+    (sandbox, server, token)
 }
 
+/// The status and body of `GET /v1/projects` with `secret`, from the
+/// address `forwarded_for` says (when given); a 429 has `Retry-After`.
 async fn status_from(
-    app: &TestApp,
+    server: &Server,
     secret: &str,
     forwarded_for: Option<&str>,
 ) -> (StatusCode, Value) {
-    let mut request = app.client.get(app.url("/v1/projects")).bearer_auth(secret);
+    let mut request = server
+        .client
+        .get(format!("{}/v1/projects", server.base))
+        .bearer_auth(secret);
     if let Some(address) = forwarded_for {
         request = request.header("x-forwarded-for", address);
     }
@@ -239,61 +240,60 @@ async fn status_from(
     (status, body)
 }
 
+const LOOKUPS: &str = "proxydeck_token_cache_misses_total";
+const REMEMBERED: &str = "proxydeck_token_misses_remembered_total";
+const REFUSED: &str = "proxydeck_auth_failure_rejections_total";
+
 /// The same made-up token asked over and over is looked up in the store
 /// once while the token cache remembers the miss; with the token cache
-/// off, every time. (The counters are the process's: nextest runs each
-/// test in a process of its own.)
+/// off (`--caches none`), every time.
 #[tokio::test]
 async fn a_made_up_token_is_looked_up_once_while_its_miss_is_remembered() {
     require!(BACKEND);
-    let (app, token) = flood_fixture(None, None).await;
-    assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+    let (sandbox, server, token) =
+        flood_server(&["--token-cache-ttl", "10m", "--auth-failure-limit", "off"]);
+    assert_eq!(status_from(&server, &token, None).await.0, 200);
     let made_up = proxydeck::domain::token::generate();
-    let lookups = metric("proxydeck_token_cache_misses_total");
-    let remembered = metric("proxydeck_token_misses_remembered_total");
+    let lookups = server.metric(LOOKUPS).await;
+    let remembered = server.metric(REMEMBERED).await;
     for _ in 0..30 {
-        let (status, body) = status_from(&app, &made_up, None).await;
+        let (status, body) = status_from(&server, &made_up, None).await;
         assert_eq!(status, 401, "{body}");
     }
-    assert_eq!(metric("proxydeck_token_cache_misses_total") - lookups, 1.0);
-    assert_eq!(
-        metric("proxydeck_token_misses_remembered_total") - remembered,
-        29.0
-    );
+    assert_eq!(server.metric(LOOKUPS).await - lookups, 1.0);
+    assert_eq!(server.metric(REMEMBERED).await - remembered, 29.0);
     // The real token is still answered.
-    assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+    assert_eq!(status_from(&server, &token, None).await.0, 200);
+    drop(server);
 
-    let mut options = test_options();
-    options.auth.cache = false;
-    options.rate_limit.failures = None;
-    let uncached = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
-    let lookups = metric("proxydeck_token_cache_misses_total");
+    let uncached = sandbox.serve(&["--caches", "none", "--auth-failure-limit", "off"]);
+    let lookups = uncached.metric(LOOKUPS).await;
     for _ in 0..10 {
         assert_eq!(status_from(&uncached, &made_up, None).await.0, 401);
     }
-    assert_eq!(metric("proxydeck_token_cache_misses_total") - lookups, 10.0);
+    assert_eq!(uncached.metric(LOOKUPS).await - lookups, 10.0);
+    assert_eq!(uncached.metric(REMEMBERED).await, 0.0);
 }
 
-/// An address that failed to authenticate more than its policy allows gets
+/// An address that failed to authenticate more than its limit allows gets
 /// 429, with the rate limit's error body and `Retry-After`, instead of a
 /// token look-up; a token the service remembers still works from it, and a
-/// malformed one is still a 401 (it costs no look-up).
+/// malformed one is still a 401 (it costs no look-up). The limit is one
+/// failure per 100 s, so that nothing refills while the test runs.
 #[tokio::test]
 async fn an_address_failing_too_often_gets_429_before_any_look_up() {
     require!(BACKEND);
-    let policy = proxydeck::rate_limit::Policy::new(0.01, Some(5)).unwrap();
-    let (app, token) = flood_fixture(Some(policy), None).await;
-    assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
-    let other_user = app.token("u1").await; // made, never used: not cached
-    for _ in 0..5 {
-        let made_up = proxydeck::domain::token::generate();
-        assert_eq!(status_from(&app, &made_up, None).await.0, 401);
-    }
-    let lookups = metric("proxydeck_token_cache_misses_total");
-    let rejected = metric("proxydeck_auth_failure_rejections_total");
+    let (sandbox, server, token) =
+        flood_server(&["--token-cache-ttl", "10m", "--auth-failure-limit", "0.01"]);
+    assert_eq!(status_from(&server, &token, None).await.0, 200);
+    let other_token = sandbox.token("u1", "never used"); // not cached
+    let first = proxydeck::domain::token::generate();
+    assert_eq!(status_from(&server, &first, None).await.0, 401);
+    let lookups = server.metric(LOOKUPS).await;
+    let refused = server.metric(REFUSED).await;
     for _ in 0..20 {
         let made_up = proxydeck::domain::token::generate();
-        let (status, body) = status_from(&app, &made_up, None).await;
+        let (status, body) = status_from(&server, &made_up, None).await;
         assert_eq!(status, 429, "{body}");
         assert_eq!(assert_error_shape(&body), "invalid_request_error");
         assert_eq!(body["error"]["code"], "rate_limit", "{body}");
@@ -301,43 +301,38 @@ async fn an_address_failing_too_often_gets_429_before_any_look_up() {
         assert!(message.contains("failed authentications"), "{message}");
         assert!(!message.contains(&made_up[4..]), "{message}");
     }
+    assert_eq!(server.metric(LOOKUPS).await, lookups, "no look-up");
+    assert_eq!(server.metric(REFUSED).await - refused, 20.0);
     assert_eq!(
-        metric("proxydeck_token_cache_misses_total"),
-        lookups,
-        "no look-up"
-    );
-    assert_eq!(
-        metric("proxydeck_auth_failure_rejections_total") - rejected,
-        20.0
-    );
-    assert_eq!(
-        app.get("/v1/projects", &token).await.status(),
+        status_from(&server, &token, None).await.0,
         200,
         "remembered"
     );
-    assert_eq!(status_from(&app, "pxd_short", None).await.0, 401);
+    assert_eq!(status_from(&server, "pxd_short", None).await.0, 401);
     assert_eq!(
-        status_from(&app, &other_user, None).await.0,
+        status_from(&server, &other_token, None).await.0,
         429,
         "needs a look-up"
     );
 }
 
 /// The client's address is the last one of the trusted proxy's header when
-/// `client_address_header` names it, and the connection's otherwise (then
-/// the header changes nothing).
+/// `--client-address-header` names it, and the connection's otherwise
+/// (then the header changes nothing).
 #[tokio::test]
 async fn the_client_address_comes_from_the_trusted_header_only_when_configured() {
     require!(BACKEND);
-    let policy = proxydeck::rate_limit::Policy::new(0.01, Some(3)).unwrap();
-    let (app, _) = flood_fixture(Some(policy), Some("x-forwarded-for")).await;
-    for _ in 0..3 {
-        let made_up = proxydeck::domain::token::generate();
-        assert_eq!(
-            status_from(&app, &made_up, Some("198.51.100.7")).await.0,
-            401
-        );
-    }
+    let (sandbox, server, _) = flood_server(&[
+        "--auth-failure-limit",
+        "0.01",
+        "--client-address-header",
+        "X-Forwarded-For",
+    ]);
+    let first = proxydeck::domain::token::generate();
+    assert_eq!(
+        status_from(&server, &first, Some("198.51.100.7")).await.0,
+        401
+    );
     let made_up = proxydeck::domain::token::generate();
     for (forwarded, expected) in [
         ("198.51.100.7", 429),
@@ -345,19 +340,18 @@ async fn the_client_address_comes_from_the_trusted_header_only_when_configured()
         ("198.51.100.8", 401),
         ("198.51.100.7, 198.51.100.9", 401),
     ] {
-        let (status, body) = status_from(&app, &made_up, Some(forwarded)).await;
+        let (status, body) = status_from(&server, &made_up, Some(forwarded)).await;
         assert_eq!(status, expected, "{forwarded}: {body}");
     }
+    drop(server);
 
-    let (app, _) = flood_fixture(Some(policy), None).await;
-    for n in 0..3 {
-        let made_up = proxydeck::domain::token::generate();
-        let forwarded = format!("198.51.100.{n}");
-        assert_eq!(status_from(&app, &made_up, Some(&forwarded)).await.0, 401);
-    }
-    let made_up = proxydeck::domain::token::generate();
+    let server = sandbox.serve(&["--auth-failure-limit", "0.01"]);
     assert_eq!(
-        status_from(&app, &made_up, Some("198.51.100.50")).await.0,
+        status_from(&server, &first, Some("198.51.100.1")).await.0,
+        401
+    );
+    assert_eq!(
+        status_from(&server, &made_up, Some("198.51.100.2")).await.0,
         429
     );
 }

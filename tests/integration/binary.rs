@@ -170,16 +170,32 @@ pub(crate) fn finish(mut command: Command, stdin: Option<&str>) -> Out {
     }
 }
 
-/// A temporary folder holding one database file, `x.db`.
+/// A temporary folder, and the database its commands run on: the SQLite
+/// file `x.db` in it, or a PostgreSQL schema of its own.
 pub(crate) struct Sandbox {
     pub(crate) dir: TempDir,
+    /// The schema the commands use instead of `x.db`; dropped with it.
+    postgres: Option<Schema>,
 }
 
 impl Sandbox {
+    /// A sandbox on its SQLite file.
     pub(crate) fn new() -> Self {
         Self {
             dir: tempfile::tempdir().expect("a temporary folder"),
+            postgres: None,
         }
+    }
+
+    /// A sandbox on `backend`: its SQLite file, or a new schema of the test
+    /// PostgreSQL (the caller has checked it is there with `require!`).
+    pub(crate) fn on(backend: Backend) -> Self {
+        let mut sandbox = Self::new();
+        if let Backend::Postgres = backend {
+            let base = postgres_base_url().expect("PostgreSQL");
+            sandbox.postgres = Some(Schema::create(base));
+        }
+        sandbox
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -191,7 +207,10 @@ impl Sandbox {
     }
 
     pub(crate) fn db_url(&self) -> String {
-        format!("sqlite://{}", self.db_path().display())
+        match &self.postgres {
+            Some(schema) => schema.url(),
+            None => format!("sqlite://{}", self.db_path().display()),
+        }
     }
 
     /// The binary in this folder, on this folder's database.
@@ -273,11 +292,15 @@ impl Sandbox {
         token["token"].as_str().expect("a secret").to_owned()
     }
 
-    /// `proxydeck serve` on this folder's database.
+    /// `proxydeck serve` on this sandbox's database, its token cache
+    /// trusting a token for 200 ms unless `extra` sets `--token-cache-ttl`.
     pub(crate) fn serve(&self, extra: &[&str]) -> Server {
         Server::start(self.path(), |port| {
             let listen = format!("127.0.0.1:{port}");
-            let mut args = vec!["serve", "--listen", &listen, "--token-cache-ttl", "200ms"];
+            let mut args = vec!["serve", "--listen", &listen];
+            if !extra.contains(&"--token-cache-ttl") {
+                args.extend(["--token-cache-ttl", "200ms"]);
+            }
             args.extend_from_slice(extra);
             self.command(&args)
         })
@@ -463,6 +486,20 @@ impl Server {
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["has_more"], json!(false), "{body}");
         body["data"].as_array().expect("data").clone()
+    }
+
+    /// The value of a counter or gauge (`series`, with its labels if any)
+    /// in the server's own `/metrics`; 0 when it has no sample yet.
+    pub(crate) async fn metric(&self, series: &str) -> f64 {
+        let response = self
+            .client
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .expect("/metrics answers");
+        assert_eq!(response.status(), 200);
+        let text = response.text().await.expect("the metrics text");
+        sample(&text, series).unwrap_or(0.0)
     }
 
     /// The caller's tokens, as listed.

@@ -819,11 +819,16 @@ pub fn page_bodies(from: &str) -> f64 {
 /// A series of this process's `/metrics` (`name{labels}` as written
 /// there); 0 while absent.
 pub fn metric(series: &str) -> f64 {
+    sample(&proxydeck::metrics::render(&[]), series).unwrap_or(0.0)
+}
+
+/// The value of `series` (`name{labels}`) in a `/metrics` text.
+pub fn sample(metrics: &str, series: &str) -> Option<f64> {
     let series = format!("{series} ");
-    proxydeck::metrics::render(&[])
+    metrics
         .lines()
         .find_map(|line| line.strip_prefix(&series))
-        .map_or(0.0, |value| value.parse().unwrap())
+        .map(|value| value.parse().expect("a number"))
 }
 
 /// Organizations `numbers` (made with [`org`]), those of them that exist,
