@@ -8,7 +8,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
+
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -295,9 +297,8 @@ impl Sandbox {
     /// `proxydeck serve` on this sandbox's database, its token cache
     /// trusting a token for 200 ms unless `extra` sets `--token-cache-ttl`.
     pub(crate) fn serve(&self, extra: &[&str]) -> Server {
-        Server::start(self.path(), |port| {
-            let listen = format!("127.0.0.1:{port}");
-            let mut args = vec!["serve", "--listen", &listen];
+        Server::start(|listen| {
+            let mut args = vec!["serve", "--listen", listen];
             if !extra.contains(&"--token-cache-ttl") {
                 args.extend(["--token-cache-ttl", "200ms"]);
             }
@@ -323,120 +324,179 @@ pub(crate) fn accepts(port: u16) -> bool {
 
 // ----- A server child process -----
 
-/// A running `serve` or `demo` process; killed when dropped.
+/// A running `serve` or `demo` process, listening where it said in its
+/// `serving` log line; killed when dropped.
 pub(crate) struct Server {
     pub(crate) child: Child,
+    pub(crate) address: SocketAddr,
     pub(crate) base: String,
     pub(crate) client: reqwest::Client,
-    /// The first lines of stdout, when it was captured.
-    pub(crate) stdout_lines: Option<mpsc::Receiver<String>>,
-    /// Where its stderr (its log) goes.
-    pub(crate) log: PathBuf,
+    /// Its stdout, line by line as printed.
+    stdout_lines: mpsc::Receiver<String>,
+    stdout: watch::Receiver<String>,
+    /// Its stderr (its log) so far.
+    stderr: watch::Receiver<String>,
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
+/// Reads `pipe` line by line on a thread of its own into `text`, handing
+/// each line to `each` too.
+fn follow(
+    pipe: impl Read + Send + 'static,
+    text: watch::Sender<String>,
+    mut each: impl FnMut(&str) + Send + 'static,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            each(&line);
+            text.send_modify(|text| {
+                text.push_str(&line);
+                text.push('\n');
+            });
+        }
+    })
+}
+
 impl Server {
-    /// Starts the command `make(port)` builds, on a free port, until it
-    /// accepts connections; tries another port when one was taken meanwhile.
-    /// Its stderr goes to a log file in `dir`.
+    /// Starts the command `make(listen)` builds, `listen` being the address
+    /// to give it (port 0: the system picks a free one), and waits for the
+    /// `serving` line that tells the address. The signal handlers exist
+    /// before that line is written.
     #[track_caller]
-    pub(crate) fn start(dir: &Path, make: impl Fn(u16) -> Command) -> Self {
-        Self::start_with(dir, false, make)
+    pub(crate) fn start(make: impl FnOnce(&str) -> Command) -> Self {
+        // Built before the child starts: nothing after the spawn may panic
+        // before the child is owned by a guard that kills it.
+        let client = crate::helpers::client_builder()
+            .build()
+            .expect("an HTTP client");
+        let mut command = make("127.0.0.1:0");
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("the server starts");
+        let (address_found, address) = mpsc::channel::<SocketAddr>();
+        let (stderr_text, stderr) = watch::channel(String::new());
+        let (stdout_text, stdout) = watch::channel(String::new());
+        let (line_sender, stdout_lines) = mpsc::channel();
+        let readers = vec![
+            follow(child.stderr.take().unwrap(), stderr_text, move |line| {
+                if let Some(address) = serving_address(line) {
+                    let _ = address_found.send(address);
+                }
+            }),
+            follow(child.stdout.take().unwrap(), stdout_text, move |line| {
+                let _ = line_sender.send(line.to_owned());
+            }),
+        ];
+        let mut server = Self {
+            child,
+            address: SocketAddr::from(([0, 0, 0, 0], 0)),
+            base: String::new(),
+            client,
+            stdout_lines,
+            stdout,
+            stderr,
+            readers,
+        };
+        // Ends with the line, or when stderr closes (the process ended).
+        match address.recv_timeout(START_DEADLINE) {
+            Ok(address) => {
+                server.address = address;
+                server.base = format!("http://{address}");
+                server
+            }
+            Err(_) => {
+                let _ = server.child.kill();
+                let _ = server.child.wait();
+                panic!(
+                    "{command:?} did not say where it serves within {START_DEADLINE:?}: {}",
+                    server.log()
+                );
+            }
+        }
+    }
+
+    /// Its log (stderr) so far.
+    pub(crate) fn log(&self) -> String {
+        self.stderr.borrow().clone()
     }
 
     /// Its log as soon as `done` holds of it, or as it is after
     /// [`START_DEADLINE`]: a server's lines are written by a thread of its
     /// own, a moment after the response they tell of.
     pub(crate) async fn log_once(&self, done: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + START_DEADLINE;
-        loop {
-            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-            if done(&log) || Instant::now() >= deadline {
-                return log;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    #[track_caller]
-    pub(crate) fn start_with(
-        dir: &Path,
-        capture_stdout: bool,
-        make: impl Fn(u16) -> Command,
-    ) -> Self {
-        // Built before any child starts: nothing after the spawn may panic
-        // before the child is owned by a guard that kills it.
-        let client = crate::helpers::client_builder()
-            .build()
-            .expect("an HTTP client");
-        let mut failures = Vec::new();
-        for attempt in 0..3 {
-            let port = free_port();
-            let log = dir.join(format!("server-{port}-{attempt}.log"));
-            let mut command = make(port);
-            command
-                .stdin(Stdio::null())
-                .stdout(if capture_stdout {
-                    Stdio::piped()
-                } else {
-                    Stdio::null()
-                })
-                .stderr(std::fs::File::create(&log).expect("a log file"));
-            let mut child = command.spawn().expect("the server starts");
-            let stdout_lines = child.stdout.take().map(|stdout| {
-                let (sender, receiver) = mpsc::channel();
-                std::thread::spawn(move || {
-                    for line in BufReader::new(stdout).lines() {
-                        let Ok(line) = line else { return };
-                        if sender.send(line).is_err() {
-                            return;
-                        }
-                    }
-                });
-                receiver
-            });
-            let started = Instant::now();
-            loop {
-                if accepts(port) {
-                    return Self {
-                        child,
-                        base: format!("http://127.0.0.1:{port}"),
-                        client: client.clone(),
-                        stdout_lines,
-                        log,
-                    };
-                }
-                if let Some(status) = child.try_wait().expect("the child can be waited on") {
-                    let log = std::fs::read_to_string(&log).unwrap_or_default();
-                    failures.push(format!("{command:?} exited with {status}: {log}"));
-                    break;
-                }
-                if started.elapsed() > START_DEADLINE {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    let log = std::fs::read_to_string(&log).unwrap_or_default();
-                    panic!("{command:?} did not listen within {START_DEADLINE:?}: {log}");
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        panic!("the server would not start: {failures:#?}");
+        let mut log = self.stderr.clone();
+        let _ = tokio::time::timeout(START_DEADLINE, log.wait_for(|text| done(text))).await;
+        self.log()
     }
 
     /// The next line the process printed on stdout.
     #[track_caller]
     pub(crate) fn stdout_line(&self) -> String {
         self.stdout_lines
-            .as_ref()
-            .expect("stdout was captured")
             .recv_timeout(START_DEADLINE)
             .expect("a line on stdout")
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub(crate) fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the exit; `None` when it did not come within `limit`.
+    pub(crate) async fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the child can be polled") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Signals, then checks a clean exit within a few seconds; answers how
+    /// long it took, the exit status, and all of stdout and stderr.
+    pub(crate) async fn stop_with(
+        &mut self,
+        signal: &str,
+    ) -> (Duration, ExitStatus, String, String) {
+        let started = Instant::now();
+        self.signal(signal);
+        let status = self.wait_exit(Duration::from_secs(5)).await;
+        let took = started.elapsed();
+        let Some(status) = status else {
+            panic!(
+                "the binary still runs 5s after SIG{signal}; stderr:\n{}",
+                self.log()
+            );
+        };
+        for reader in self.readers.drain(..) {
+            reader.join().expect("the output reader ends");
+        }
+        let stdout = self.stdout.borrow().clone();
+        (took, status, stdout, self.log())
     }
 
     pub(crate) async fn get_raw(&self, path: &str, token: &str) -> reqwest::Response {
@@ -508,6 +568,22 @@ impl Server {
         assert_eq!(status, 200, "{body}");
         body["data"].as_array().expect("data").clone()
     }
+}
+
+/// The address in the `serving` log line, text or JSON.
+fn serving_address(line: &str) -> Option<SocketAddr> {
+    if !line.contains("serving") {
+        return None;
+    }
+    if let Ok(object) = serde_json::from_str::<Value>(line) {
+        return object["address"].as_str()?.parse().ok();
+    }
+    let at = line.find("address=")?;
+    line[at + "address=".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 // ----- The store on disk -----

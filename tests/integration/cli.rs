@@ -1246,9 +1246,7 @@ async fn import_is_all_or_nothing_and_names_the_bad_line_and_field() {
 /// Starts `demo --json` on the sandbox's database; answers the server and
 /// the first stdout line, parsed.
 fn start_demo(sandbox: &Sandbox) -> (Server, Value) {
-    let server = Server::start_with(sandbox.path(), true, |port| {
-        sandbox.command(&["demo", "--json", "--listen", &format!("127.0.0.1:{port}")])
-    });
+    let server = Server::start(|listen| sandbox.command(&["demo", "--json", "--listen", listen]));
     let line = server.stdout_line();
     let started: Value = serde_json::from_str(&line)
         .unwrap_or_else(|e| panic!("the first line is not JSON ({e}): {line:?}"));
@@ -1324,11 +1322,11 @@ async fn serve_honours_the_environment_and_flags_override_it() {
     let other = sandbox.path().join("other.db");
 
     // Only the environment.
-    let server = Server::start(sandbox.path(), |port| {
+    let server = Server::start(|listen| {
         let mut command = proxydeck(sandbox.path());
         command
             .args(["serve", "--token-cache-ttl", "200ms"])
-            .env("PROXYDECK_LISTEN", format!("127.0.0.1:{port}"))
+            .env("PROXYDECK_LISTEN", listen)
             .env("PROXYDECK_DATABASE_URL", sandbox.db_url());
         command
     });
@@ -1339,15 +1337,10 @@ async fn serve_honours_the_environment_and_flags_override_it() {
 
     // Flags win over the environment.
     let env_port = free_port();
-    let server = Server::start(sandbox.path(), |port| {
+    let server = Server::start(|listen| {
         let mut command = proxydeck(sandbox.path());
         command
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--database",
-            ])
+            .args(["serve", "--listen", listen, "--database"])
             .arg(sandbox.db_url())
             .env("PROXYDECK_LISTEN", format!("127.0.0.1:{env_port}"))
             .env(

@@ -184,12 +184,12 @@ fn the_human_form_is_a_table_of_settings_values_and_sources() {
 async fn serve_listens_where_the_file_says_and_takes_its_database() {
     let sandbox = Sandbox::new();
     sandbox.json(&["migrate"]);
-    let server = Server::start(sandbox.path(), |port| {
+    let server = Server::start(|listen| {
         let file = write_file(
             &sandbox,
-            &format!("serve-{port}.toml"),
+            "serve.toml",
             &format!(
-                "listen = \"127.0.0.1:{port}\"\ndatabase = \"{}\"\nrequest_timeout = \"5s\"\n",
+                "listen = \"{listen}\"\ndatabase = \"{}\"\nrequest_timeout = \"5s\"\n",
                 sandbox.db_url()
             ),
         );

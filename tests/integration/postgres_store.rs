@@ -142,14 +142,8 @@ fn serve_on_private_cluster(server: &PrivateCluster) -> (Sandbox, Server, String
         "admin", "token", "create", "--user", "u1", "--name", "t", "--json",
     ]);
     let token = token["token"].as_str().unwrap().to_owned();
-    let serving = Server::start(sandbox.path(), |port| {
-        on_postgres(&[
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--db-timeout",
-            "800ms",
-        ])
+    let serving = Server::start(|listen| {
+        on_postgres(&["serve", "--listen", listen, "--db-timeout", "800ms"])
     });
     (sandbox, serving, token)
 }

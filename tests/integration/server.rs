@@ -5,12 +5,12 @@
 //!
 //! Raw socket tests read with explicit timeouts, so none can hang.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use proxydeck::app::ServiceOptions;
@@ -176,147 +176,21 @@ async fn read_until_closed(stream: &mut TcpStream, within: Duration) -> Option<V
 
 // ----- The real binary -----
 
-/// `proxydeck serve` on a port of its choosing, its output captured.
-struct Binary {
-    child: Child,
-    address: SocketAddr,
-    stderr: Arc<Mutex<String>>,
-    stdout: Arc<Mutex<String>>,
-    readers: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Binary {
-    /// Starts it and waits for its `serving` line, then lets it settle a
-    /// moment: it logs `serving` just before its signal handlers exist (see
-    /// `a_sigterm_right_after_the_serving_line_is_handled_gracefully`).
-    fn start(database: &Path, extra: &[&str], rust_log: &str) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_proxydeck"))
+/// `proxydeck serve` on the SQLite file at `database`, with `extra` flags
+/// and `RUST_LOG=rust_log`.
+fn serve_file(database: &Path, extra: &[&str], rust_log: &str) -> Server {
+    let folder = database.parent().expect("the file's folder");
+    Server::start(|listen| {
+        let mut command = crate::binary::proxydeck(folder);
+        command
             .arg("serve")
             .arg("--database")
             .arg(format!("sqlite://{}", database.display()))
-            .arg("--listen")
-            .arg("127.0.0.1:0")
+            .args(["--listen", listen])
             .args(extra)
-            .env("RUST_LOG", rust_log)
-            .env_remove("PROXYDECK_DATABASE_URL")
-            .env_remove("PROXYDECK_LISTEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let stdout = Arc::new(Mutex::new(String::new()));
-        let (found, address) = mpsc::channel::<SocketAddr>();
-        let mut readers = Vec::new();
-        {
-            let pipe = child.stderr.take().unwrap();
-            let sink = stderr.clone();
-            readers.push(std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines() {
-                    let Ok(line) = line else { break };
-                    if let Some(parsed) = serving_address(&line) {
-                        let _ = found.send(parsed);
-                    }
-                    let mut sink = sink.lock().unwrap();
-                    sink.push_str(&line);
-                    sink.push('\n');
-                }
-            }));
-        }
-        {
-            let mut pipe = child.stdout.take().unwrap();
-            let sink = stdout.clone();
-            readers.push(std::thread::spawn(move || {
-                let mut text = String::new();
-                let _ = pipe.read_to_string(&mut text);
-                sink.lock().unwrap().push_str(&text);
-            }));
-        }
-        let address = match address.recv_timeout(Duration::from_secs(10)) {
-            Ok(address) => address,
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "the binary did not report its address; stderr:\n{}",
-                    stderr.lock().unwrap()
-                );
-            }
-        };
-        std::thread::sleep(Duration::from_millis(100));
-        Self {
-            child,
-            address,
-            stderr,
-            stdout,
-            readers,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{name}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -{name} failed");
-    }
-
-    /// Waits for the exit; `None` when it did not come within `limit`.
-    async fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("the child can be polled") {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Everything it wrote, once it has exited: (stdout, stderr).
-    fn output(&mut self) -> (String, String) {
-        for reader in self.readers.drain(..) {
-            reader.join().expect("the output reader ends");
-        }
-        (
-            self.stdout.lock().unwrap().clone(),
-            self.stderr.lock().unwrap().clone(),
-        )
-    }
-
-    /// Signals, then checks a clean exit within a few seconds; answers the
-    /// exit status, stdout and stderr.
-    async fn stop_with(&mut self, signal: &str) -> (Duration, ExitStatus, String, String) {
-        let started = Instant::now();
-        self.signal(signal);
-        let status = self.wait_exit(Duration::from_secs(5)).await;
-        let took = started.elapsed();
-        let Some(status) = status else {
-            panic!(
-                "the binary still runs 5s after SIG{signal}; stderr:\n{}",
-                self.stderr.lock().unwrap()
-            );
-        };
-        let (stdout, stderr) = self.output();
-        (took, status, stdout, stderr)
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+            .env("RUST_LOG", rust_log);
+        command
+    })
 }
 
 /// A database file seeded through the library (then closed), with a token
@@ -331,22 +205,6 @@ async fn seeded_database(projects: usize) -> (tempfile::TempDir, std::path::Path
     let (_, secret) = mint(store.as_ref(), "u1", "binary", None).await;
     drop(store);
     (dir, path, secret)
-}
-
-/// The address in the `serving` log line, text or JSON.
-fn serving_address(line: &str) -> Option<SocketAddr> {
-    if !line.contains("serving") {
-        return None;
-    }
-    if let Ok(object) = serde_json::from_str::<Value>(line) {
-        return object["address"].as_str()?.parse().ok();
-    }
-    let at = line.find("address=")?;
-    line[at + "address=".len()..]
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// The tokens of `u1` in the SQLite file at `path`, oldest first, read
@@ -903,7 +761,7 @@ async fn stop_does_not_wait_for_a_silent_connection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_binary_exits_cleanly_on_sigterm_while_requests_flow() {
     let (_dir, path, secret) = seeded_database(30).await;
-    let mut binary = Binary::start(&path, &["--header-read-timeout", "2s"], "info");
+    let mut binary = serve_file(&path, &["--header-read-timeout", "2s"], "info");
     let stop = Arc::new(AtomicBool::new(false));
     let loops = hammer(
         binary.url("/v1/projects?limit=30"),
@@ -934,7 +792,7 @@ async fn the_binary_exits_cleanly_on_sigterm_while_requests_flow() {
 async fn the_binary_exits_cleanly_on_sigterm_and_sigint() {
     for signal in ["TERM", "INT"] {
         let (_dir, path, secret) = seeded_database(1).await;
-        let mut binary = Binary::start(&path, &[], "info");
+        let mut binary = serve_file(&path, &[], "info");
         let response = crate::helpers::client_builder()
             .build()
             .unwrap()
@@ -1025,7 +883,7 @@ async fn a_sigterm_right_after_the_serving_line_is_handled_gracefully() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn last_used_at_is_written_at_shutdown() {
     let (_dir, path, secret) = seeded_database(1).await;
-    let mut binary = Binary::start(&path, &["--last-used-flush-interval", "1h"], "info");
+    let mut binary = serve_file(&path, &["--last-used-flush-interval", "1h"], "info");
     // The flusher's first tick comes at once; let it pass, so that the next
     // write can only be the one at shutdown.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -1083,7 +941,7 @@ async fn secrets_never_reach_logs_or_bodies_in(log_format: &str) {
     mistyped[10] = if mistyped[10] == b'a' { b'b' } else { b'a' };
     let mistyped = String::from_utf8(mistyped).unwrap();
 
-    let mut binary = Binary::start(&path, &["--log-format", log_format], "trace");
+    let mut binary = serve_file(&path, &["--log-format", log_format], "trace");
     let client = plain_client();
     let mut bodies = Vec::new();
     let bearer = |secret: &str| Some(format!("Bearer {secret}"));
@@ -1165,7 +1023,7 @@ async fn every_request_line_is_written_out_before_the_server_exits() {
     use futures_util::StreamExt;
     const REQUESTS: usize = 2000;
     let (_dir, path, secret) = seeded_database(1).await;
-    let mut binary = Binary::start(
+    let mut binary = serve_file(
         &path,
         &["--log-format", "json", "--rate-limit", "off"],
         "info",
@@ -1213,7 +1071,7 @@ async fn every_request_line_is_written_out_before_the_server_exits() {
 /// a few requests with known request ids (`log-ok`, `log-anon`,
 /// `log-route`, `log-probe`), stops it and answers its stderr.
 async fn logged_requests(path: &Path, secret: &str, extra: &[&str], rust_log: &str) -> String {
-    let mut binary = Binary::start(path, extra, rust_log);
+    let mut binary = serve_file(path, extra, rust_log);
     let client = plain_client();
     for (id, target, token, expected) in [
         ("log-ok", "/v1/projects?limit=1", Some(secret), 200),
@@ -1522,7 +1380,7 @@ async fn thousands_of_idle_connections_neither_block_service_nor_leak() {
     );
     let (_dir, path, secret) = seeded_database(1).await;
     let header_read_timeout = format!("{}s", TIMEOUT.as_secs());
-    let binary = Binary::start(
+    let binary = serve_file(
         &path,
         &["--header-read-timeout", &header_read_timeout],
         "info",
@@ -1624,7 +1482,7 @@ async fn a_client_that_stops_reading_is_cut_off_and_health_answers_meanwhile() {
         "--admin-listen",
         &admin_listen,
     ]);
-    let address = address_of(&server);
+    let address = server.address;
     let page = get_request("/v1/projects?limit=100", Some(&token));
     // Two connections that ask and ask and never read, their receive
     // buffers small: the server's writes soon wait.
@@ -1676,15 +1534,6 @@ async fn a_client_that_stops_reading_is_cut_off_and_health_answers_meanwhile() {
     }
 }
 
-/// The address a server started by the binary harness listens on.
-fn address_of(server: &Server) -> SocketAddr {
-    server
-        .base
-        .trim_start_matches("http://")
-        .parse()
-        .expect("the server's address")
-}
-
 /// `raw` is one answer with `status`, `Connection: close`, and the JSON
 /// error body (`decisions.md` section 3) whose length it announces.
 #[track_caller]
@@ -1718,7 +1567,7 @@ async fn answers_of_the_connection_layer_have_the_json_error_body() {
     let sandbox = Sandbox::new();
     let token = sandbox.directory(1, "u1");
     let server = sandbox.serve(&[]);
-    let address = address_of(&server);
+    let address = server.address;
     let many_headers: String = (0..120).map(|i| format!("x-h{i}: y\r\n")).collect();
     let cases: [(String, u16); 6] = [
         (
@@ -1803,7 +1652,7 @@ async fn until_told_to_close(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_sigterm_under_load_loses_no_request() {
     let (_dir, path, secret) = seeded_database(30).await;
-    let mut binary = Binary::start(&path, &[], "info");
+    let mut binary = serve_file(&path, &[], "info");
     let request = get_request("/v1/projects?limit=30", Some(&secret));
     let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut clients = JoinSet::new();
