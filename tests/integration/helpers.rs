@@ -281,6 +281,41 @@ impl TestStore {
         }
     }
 
+    /// Whether a transaction holds the right to write the projects: SQLite's
+    /// write lock (another connection cannot begin an immediate
+    /// transaction), PostgreSQL's row-exclusive lock on `projects`, seen
+    /// from a connection of the test's own.
+    pub fn projects_write_locked(&self) -> bool {
+        match &self.url {
+            DatabaseUrl::Sqlite(path) => {
+                let connection = rusqlite::Connection::open(path).expect("the file opens");
+                connection
+                    .busy_timeout(Duration::ZERO)
+                    .expect("no busy wait");
+                match connection.execute_batch("BEGIN IMMEDIATE; ROLLBACK") {
+                    Ok(()) => false,
+                    Err(error) => {
+                        assert_eq!(
+                            error.sqlite_error_code(),
+                            Some(rusqlite::ErrorCode::DatabaseBusy),
+                            "{error}"
+                        );
+                        true
+                    }
+                }
+            }
+            DatabaseUrl::Postgres(url) => {
+                postgres_count(
+                    url,
+                    "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+                      WHERE c.relname = 'projects'
+                        AND c.relnamespace = current_schema()::regnamespace
+                        AND l.mode = 'RowExclusiveLock' AND l.pid <> pg_backend_pid()",
+                ) > 0
+            }
+        }
+    }
+
     /// Runs raw SQL on the store's data, beside the service: to break
     /// things on purpose.
     pub fn execute(&self, sql: &str) {
@@ -877,4 +912,19 @@ pub async fn first_page_of(
         }))
         .await?;
     Ok(String::from_utf8(page.joined.to_vec()).expect("stored JSON is UTF-8"))
+}
+
+/// Waits until `condition` holds (checked every 5 ms, for 10 s at most,
+/// then the test fails naming `what`). For state the test can only look
+/// at, held by another process or connection (a lock, a file, a log):
+/// there is no event to wait on.
+pub async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 10 s for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }

@@ -18,6 +18,7 @@ use proxydeck::store::{
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::BACKEND;
 use crate::helpers::*;
 
 fn page(limit: u32, direction: Direction, start_key: Option<&str>) -> PageRequest {
@@ -559,9 +560,10 @@ async fn invisible_projects_have_no_settings(store: Arc<dyn Store>) {
 }
 
 /// Starts an import of `line` that then holds its write transaction open,
-/// waiting for more lines, until the sender it answers is dropped.
+/// waiting for more lines, until the sender it answers is dropped; answers
+/// once the import holds the write lock.
 async fn hold_a_write(
-    store: &Arc<dyn Store>,
+    data: &TestStore,
     line: Value,
 ) -> (
     mpsc::Sender<ImportBatch>,
@@ -569,44 +571,60 @@ async fn hold_a_write(
 ) {
     let (sender, receiver) = mpsc::channel::<ImportBatch>(4);
     let writer = {
-        let store = store.clone();
+        let store = data.store.clone();
         tokio::spawn(async move { store.import(receiver).await })
     };
     sender
         .send(vec![Ok((1, parse_line(&line.to_string()).unwrap()))])
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until("the import holds the write lock", || {
+        data.projects_write_locked()
+    })
+    .await;
     (sender, writer)
 }
 
 /// A write transaction that stays open does not hold up reads: they answer
-/// at once, with the data as it was before the write.
-async fn reads_never_wait_on_a_writer(store: Arc<dyn Store>) {
+/// at once, with the data as it was before the write, while the writer
+/// still holds its lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_never_wait_on_a_writer() {
+    require!(BACKEND);
+    let data = TestStore::new(BACKEND).await;
+    let store = data.store.as_ref();
     let mut lines = base();
     lines.push(project("old", 1, 0));
-    seed(store.as_ref(), lines).await.unwrap();
+    seed(store, lines).await.unwrap();
     // Made before the write begins: making it is a write.
-    let all = organizations(store.as_ref(), &[1, 2, 3]).await;
-    let (sender, writer) = hold_a_write(&store, project("new", 1, 1)).await;
+    let all = organizations(store, &[1, 2, 3]).await;
+    let (sender, writer) = hold_a_write(&data, project("new", 1, 1)).await;
     let everything = page(100, Direction::Asc, None);
     let read = tokio::time::timeout(
         Duration::from_millis(500),
-        projects_in(store.as_ref(), &all, everything),
+        projects_in(store, &all, everything),
     )
     .await
     .expect("a read during a write answers at once")
     .unwrap();
     assert_eq!(read.len(), 1, "the unfinished write is not visible");
+    assert!(
+        data.projects_write_locked(),
+        "the read ran during the write"
+    );
     drop(sender);
     writer.await.unwrap().unwrap();
-    assert_eq!(all_projects(store.as_ref()).await.len(), 2);
+    assert!(!data.projects_write_locked());
+    assert_eq!(all_projects(store).await.len(), 2);
 }
 
 /// The pools' use, as the metrics show it: sane sizes, and a connection
 /// held by an open write transaction counts as in use until it ends.
-async fn pool_use_counts_a_connection_held_by_a_write(store: Arc<dyn Store>) {
-    seed(store.as_ref(), base()).await.unwrap();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_use_counts_a_connection_held_by_a_write() {
+    require!(BACKEND);
+    let data = TestStore::new(BACKEND).await;
+    seed(data.store.as_ref(), base()).await.unwrap();
     let in_use = |store: &dyn Store| {
         let pools = store.pool_use();
         assert!(!pools.is_empty(), "the backend reports its pools");
@@ -616,11 +634,11 @@ async fn pool_use_counts_a_connection_held_by_a_write(store: Arc<dyn Store>) {
         }
         pools.iter().map(|pool| pool.in_use).sum::<usize>()
     };
-    let (sender, writer) = hold_a_write(&store, project("held", 1, 0)).await;
-    let during = in_use(store.as_ref());
+    let (sender, writer) = hold_a_write(&data, project("held", 1, 0)).await;
+    let during = in_use(data.store.as_ref());
     drop(sender);
     writer.await.unwrap().unwrap();
-    let after = in_use(store.as_ref());
+    let after = in_use(data.store.as_ref());
     assert!(
         during > after,
         "{during} in use during the write, {after} after"
@@ -658,6 +676,4 @@ contract!(
     admin_writes_refuse_conflicts_and_unknown_references,
     token_listing_pages_and_filters,
     invisible_projects_have_no_settings,
-    reads_never_wait_on_a_writer,
-    pool_use_counts_a_connection_held_by_a_write,
 );
