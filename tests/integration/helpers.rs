@@ -852,8 +852,17 @@ pub fn page_bodies(from: &str) -> f64 {
 }
 
 /// A series of this process's `/metrics` (`name{labels}` as written
-/// there); 0 while absent.
+/// there); 0 while absent. Only under nextest (see below).
 pub fn metric(series: &str) -> f64 {
+    // The recorder is global to the process: under `cargo test` every test
+    // of the binary records into it at once, and a difference of counts
+    // would include other tests' work. nextest gives each test a process.
+    assert_eq!(
+        std::env::var("NEXTEST_EXECUTION_MODE").as_deref(),
+        Ok("process-per-test"),
+        "this test counts its process's metrics: run it with `cargo nextest run` \
+         (one process per test), not `cargo test`"
+    );
     sample(&proxydeck::metrics::render(&[]), series).unwrap_or(0.0)
 }
 
