@@ -1,0 +1,170 @@
+//! The service in process, on a fresh store, over loopback HTTP.
+
+use super::*;
+
+pub struct TestApp {
+    pub address: SocketAddr,
+    /// The `admin_listen` address, when the options asked for one.
+    pub admin_address: Option<SocketAddr>,
+    pub store: Arc<dyn Store>,
+    pub client: reqwest::Client,
+    /// The data the service runs on (shared by its other instances).
+    pub data: Arc<TestStore>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl TestApp {
+    pub async fn spawn(backend: Backend) -> Self {
+        Self::spawn_with(backend, test_options(), suite_store_options()).await
+    }
+
+    pub async fn spawn_with(
+        backend: Backend,
+        options: ServiceOptions,
+        store_options: StoreOptions,
+    ) -> Self {
+        let data = Arc::new(TestStore::with_options(backend, store_options).await);
+        Self::serve(data.store.clone(), data, options).await
+    }
+
+    /// The service on `data`.
+    pub async fn on(data: TestStore) -> Self {
+        let data = Arc::new(data);
+        Self::serve(data.store.clone(), data, test_options()).await
+    }
+
+    /// Another instance of the service on the same data, with a store
+    /// connection of its own, as a second `proxydeck serve` would have.
+    pub async fn another_instance(&self) -> Self {
+        self.another_instance_with(test_options()).await
+    }
+
+    /// [`TestApp::another_instance`] with `options`.
+    pub async fn another_instance_with(&self, options: ServiceOptions) -> Self {
+        self.another_instance_on(options, suite_store_options())
+            .await
+    }
+
+    /// [`TestApp::another_instance`] with `options` and a store opened
+    /// with `store_options`.
+    pub async fn another_instance_on(
+        &self,
+        options: ServiceOptions,
+        store_options: StoreOptions,
+    ) -> Self {
+        let store = store::open(&self.data.url, &store_options)
+            .await
+            .expect("the store opens again");
+        Self::serve(store, self.data.clone(), options).await
+    }
+
+    async fn serve(store: Arc<dyn Store>, data: Arc<TestStore>, options: ServiceOptions) -> Self {
+        let service = Service::bind(store.clone(), options)
+            .await
+            .expect("the service binds");
+        let address = service.local_addr();
+        let admin_address = service.admin_addr();
+        let (shutdown, stop) = oneshot::channel::<()>();
+        let task = tokio::spawn(service.run(async {
+            let _ = stop.await;
+        }));
+        Self {
+            address,
+            admin_address,
+            store,
+            client: client_builder().build().expect("an HTTP client"),
+            data,
+            shutdown: Some(shutdown),
+            task: Some(task),
+        }
+    }
+
+    /// The SQLite file of the service.
+    pub fn db_path(&self) -> &std::path::Path {
+        &self.data.path
+    }
+
+    pub fn url(&self, path_and_query: &str) -> String {
+        format!("http://{}{path_and_query}", self.address)
+    }
+
+    /// GET with `Authorization: Bearer <token>`.
+    pub async fn get(&self, path_and_query: &str, token: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path_and_query))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("the request is answered")
+    }
+
+    /// GET, answering the status and the JSON body (checked to be JSON).
+    pub async fn get_json(&self, path_and_query: &str, token: &str) -> (StatusCode, Value) {
+        let response = self.get(path_and_query, token).await;
+        json_of(response).await
+    }
+
+    /// Loads JSON objects through the import path.
+    pub async fn seed(&self, lines: Vec<Value>) -> ObjectCounts {
+        seed(self.store.as_ref(), lines)
+            .await
+            .expect("the fixture imports")
+    }
+
+    /// A new token for `user_id`; answers its secret.
+    pub async fn token(&self, user_id: &str) -> String {
+        self.token_with(user_id, "test", None).await.1
+    }
+
+    pub async fn token_with(
+        &self,
+        user_id: &str,
+        name: &str,
+        expires_at: Option<Timestamp>,
+    ) -> (ApiToken, String) {
+        mint(self.store.as_ref(), user_id, name, expires_at).await
+    }
+
+    /// A SQLite service whose store gives up after 300 ms: for outage
+    /// tests.
+    pub async fn spawn_impatient() -> Self {
+        let store = StoreOptions {
+            timeout: Duration::from_millis(300),
+            ..StoreOptions::default()
+        };
+        Self::spawn_with(Backend::Sqlite, test_options(), store).await
+    }
+
+    /// Moves the SQLite file away (a volume gone, a restore under way) and
+    /// waits until the service's connections have noticed (they check at
+    /// most once a second). Answers where the file went.
+    pub async fn take_store_away(&self) -> PathBuf {
+        let moved = self.db_path().with_extension("moved");
+        std::fs::rename(self.db_path(), &moved).expect("the database file moves");
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        moved
+    }
+
+    pub fn bring_store_back(&self, moved: PathBuf) {
+        std::fs::rename(moved, self.db_path()).expect("the database file comes back");
+    }
+
+    /// Stops the server and waits until it has finished.
+    pub async fn stop(mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.expect("the service stops cleanly");
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}

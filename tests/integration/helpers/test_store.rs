@@ -1,0 +1,146 @@
+//! A fresh store on either backend, filled through the import path, with
+//! tokens minted through the store.
+
+use super::*;
+
+/// A fresh store: a SQLite file in its own temporary folder, or a
+/// PostgreSQL schema of its own.
+pub struct TestStore {
+    pub store: Arc<dyn Store>,
+    /// Where the data is: another store, process or command can open it.
+    pub url: DatabaseUrl,
+    /// The SQLite file (meaningless on PostgreSQL).
+    pub path: PathBuf,
+    pub dir: TempDir,
+    /// Kept for its `Drop`: the PostgreSQL schema goes with the store.
+    _schema: Option<Schema>,
+}
+
+impl TestStore {
+    pub async fn new(backend: Backend) -> Self {
+        Self::with_options(backend, StoreOptions::default()).await
+    }
+
+    pub async fn with_options(backend: Backend, options: StoreOptions) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("proxydeck.db");
+        let (url, schema) = match backend {
+            Backend::Sqlite => (DatabaseUrl::Sqlite(path.clone()), None),
+            Backend::Postgres => {
+                let base =
+                    postgres_base_url().expect("PostgreSQL is available (require! it first)");
+                let schema = Schema::create(base);
+                (DatabaseUrl::Postgres(schema.url()), Some(schema))
+            }
+        };
+        let store = store::open(&url, &options).await.expect("the store opens");
+        Self {
+            store,
+            url,
+            path,
+            dir,
+            _schema: schema,
+        }
+    }
+
+    /// A store on data that already exists somewhere (no clean-up).
+    pub async fn at(url: DatabaseUrl, options: StoreOptions) -> Self {
+        let store = store::open(&url, &options).await.expect("the store opens");
+        Self {
+            store,
+            url,
+            path: PathBuf::new(),
+            dir: tempfile::tempdir().expect("a temporary folder"),
+            _schema: None,
+        }
+    }
+
+    /// The URL as `--database` takes it.
+    pub fn database_arg(&self) -> String {
+        match &self.url {
+            DatabaseUrl::Sqlite(path) => format!("sqlite://{}", path.display()),
+            DatabaseUrl::Postgres(url) => url.clone(),
+        }
+    }
+
+    /// Whether a transaction holds the right to write the projects: SQLite's
+    /// write lock (another connection cannot begin an immediate
+    /// transaction), PostgreSQL's row-exclusive lock on `projects`, seen
+    /// from a connection of the test's own.
+    pub fn projects_write_locked(&self) -> bool {
+        match &self.url {
+            DatabaseUrl::Sqlite(path) => {
+                let connection = rusqlite::Connection::open(path).expect("the file opens");
+                connection
+                    .busy_timeout(Duration::ZERO)
+                    .expect("no busy wait");
+                match connection.execute_batch("BEGIN IMMEDIATE; ROLLBACK") {
+                    Ok(()) => false,
+                    Err(error) => {
+                        assert_eq!(
+                            error.sqlite_error_code(),
+                            Some(rusqlite::ErrorCode::DatabaseBusy),
+                            "{error}"
+                        );
+                        true
+                    }
+                }
+            }
+            DatabaseUrl::Postgres(url) => {
+                postgres_count(
+                    url,
+                    "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+                      WHERE c.relname = 'projects'
+                        AND c.relnamespace = current_schema()::regnamespace
+                        AND l.mode = 'RowExclusiveLock' AND l.pid <> pg_backend_pid()",
+                ) > 0
+            }
+        }
+    }
+
+    /// Runs raw SQL on the store's data, beside the service: to break
+    /// things on purpose.
+    pub fn execute(&self, sql: &str) {
+        match &self.url {
+            DatabaseUrl::Sqlite(path) => {
+                rusqlite::Connection::open(path)
+                    .expect("the file opens")
+                    .execute_batch(sql)
+                    .expect("the statement runs");
+            }
+            DatabaseUrl::Postgres(url) => postgres_admin(url, sql),
+        }
+    }
+}
+
+pub async fn mint(
+    store: &dyn Store,
+    user_id: &str,
+    name: &str,
+    expires_at: Option<Timestamp>,
+) -> (ApiToken, String) {
+    let (new_token, secret) = NewToken::mint(user_id.into(), name.into(), expires_at);
+    let token = store
+        .create_token(new_token)
+        .await
+        .expect("the token is stored");
+    (token, secret)
+}
+
+/// Imports `lines` (JSON objects in the NDJSON format) into `store`.
+pub async fn seed(store: &dyn Store, lines: Vec<Value>) -> Result<ObjectCounts, ImportError> {
+    let (sender, receiver) = mpsc::channel::<ImportBatch>(1);
+    let batch = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let number = i as u64 + 1;
+            parse_line(&line.to_string())
+                .map(|record| (number, record))
+                .map_err(|e| ImportError::from_field(number, e))
+        })
+        .collect();
+    sender.send(batch).await.expect("the channel is open");
+    drop(sender);
+    store.import(receiver).await
+}

@@ -1,0 +1,348 @@
+//! Graceful shutdown, in process and of the real binary on SIGTERM and
+//! SIGINT: answered requests finish, queued ones are answered, token use is
+//! written.
+
+use super::*;
+
+#[derive(Default, Debug)]
+struct Tally {
+    /// 200 with a JSON body.
+    ok: usize,
+    /// Failed before response headers (refused, reset, closed idle).
+    before_headers: usize,
+    /// Anything wrong after response headers arrived.
+    after_headers: Vec<String>,
+}
+
+/// `loops` concurrent request loops on GET `url` until `stop` is set.
+fn hammer(url: String, token: &str, loops: usize, stop: Arc<AtomicBool>) -> JoinSet<Tally> {
+    // A bound on each request: once the server has stopped, a request that
+    // neither fails nor finishes must not hold the test forever (the
+    // in-process server's runtime outlives it; a real process exits).
+    let client = crate::helpers::client_builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("an HTTP client");
+    let mut set = JoinSet::new();
+    for _ in 0..loops {
+        let (client, url, token, stop) =
+            (client.clone(), url.clone(), token.to_owned(), stop.clone());
+        set.spawn(async move {
+            let mut tally = Tally::default();
+            while !stop.load(Ordering::Relaxed) {
+                let response = match client.get(&url).bearer_auth(&token).send().await {
+                    Ok(response) => response,
+                    Err(_) => {
+                        tally.before_headers += 1;
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                };
+                let status = response.status();
+                match response.bytes().await {
+                    Err(error) => tally
+                        .after_headers
+                        .push(format!("{status}, body failed: {error:?}")),
+                    Ok(body) if status != 200 => tally
+                        .after_headers
+                        .push(format!("{status}: {}", String::from_utf8_lossy(&body))),
+                    Ok(body) => match serde_json::from_slice::<Value>(&body) {
+                        Ok(_) => tally.ok += 1,
+                        Err(error) => tally
+                            .after_headers
+                            .push(format!("200 but not JSON ({error}), {} bytes", body.len())),
+                    },
+                }
+            }
+            tally
+        });
+    }
+    set
+}
+
+async fn total(mut set: JoinSet<Tally>) -> Tally {
+    let mut sum = Tally::default();
+    while let Some(tally) = set.join_next().await {
+        let tally = tally.expect("a request loop ends");
+        sum.ok += tally.ok;
+        sum.before_headers += tally.before_headers;
+        sum.after_headers.extend(tally.after_headers);
+    }
+    sum
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stop_lets_every_answered_request_finish() {
+    let mut options = test_options();
+    options.server.shutdown_grace = Duration::from_secs(2);
+    // Bounds the wait for spare pooled connections that never send a byte.
+    options.server.header_read_timeout = Duration::from_secs(1);
+    let (app, token) = seeded_app(options, 30).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let loops = hammer(app.url("/v1/projects?limit=30"), &token, 32, stop.clone());
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(4), app.stop())
+        .await
+        .expect("stop returns");
+    let took = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::Relaxed);
+    let tally = total(loops).await;
+
+    assert!(tally.ok > 0, "{tally:?}");
+    assert!(
+        tally.after_headers.is_empty(),
+        "requests failed after their headers: {:?}",
+        tally.after_headers
+    );
+    assert!(took < Duration::from_millis(2500), "stop took {took:?}");
+}
+
+/// A connection that never sent a byte has no request in flight: shutdown
+/// need not wait for it.
+#[tokio::test]
+async fn stop_does_not_wait_for_a_silent_connection() {
+    let mut options = test_options();
+    options.server.header_read_timeout = Duration::from_secs(2);
+    options.server.shutdown_grace = Duration::from_secs(4);
+    let (app, _token) = seeded_app(options, 1).await;
+    let mut silent = connect(app.address).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), app.stop())
+        .await
+        .expect("stop returns");
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(1000),
+        "stop waited {took:?} for a connection that never sent a byte"
+    );
+    assert!(read_until_closed(&mut silent, IO_TIMEOUT).await.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_binary_exits_cleanly_on_sigterm_while_requests_flow() {
+    let (_dir, path, secret) = seeded_database(30).await;
+    let mut binary = serve_file(&path, &["--header-read-timeout", "2s"], "info");
+    let stop = Arc::new(AtomicBool::new(false));
+    let loops = hammer(
+        binary.url("/v1/projects?limit=30"),
+        &secret,
+        16,
+        stop.clone(),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (took, status, _stdout, stderr) = binary.stop_with("TERM").await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.store(true, Ordering::Relaxed);
+    let tally = total(loops).await;
+
+    assert!(status.success(), "exit {status:?}; stderr:\n{stderr}");
+    assert!(took < Duration::from_secs(3), "exit took {took:?}");
+    assert!(stderr.contains("shutting down"), "{stderr}");
+    assert!(stderr.contains("stopped"), "{stderr}");
+    assert!(tally.ok > 0, "{tally:?}");
+    assert!(
+        tally.after_headers.is_empty(),
+        "requests failed after their headers: {:?}",
+        tally.after_headers
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_exits_cleanly_on_sigterm_and_sigint() {
+    for signal in ["TERM", "INT"] {
+        let (_dir, path, secret) = seeded_database(1).await;
+        let mut binary = serve_file(&path, &[], "info");
+        let response = crate::helpers::client_builder()
+            .build()
+            .unwrap()
+            .get(binary.url("/v1/projects"))
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        drop(response);
+
+        let (took, status, _stdout, stderr) = binary.stop_with(signal).await;
+        assert!(
+            status.success(),
+            "SIG{signal}: exit {status:?}; stderr:\n{stderr}"
+        );
+        assert!(
+            took < Duration::from_secs(3),
+            "SIG{signal}: exit took {took:?}"
+        );
+        assert!(stderr.contains("shutting down"), "SIG{signal}: {stderr}");
+        assert!(stderr.contains("stopped"), "SIG{signal}: {stderr}");
+    }
+}
+
+/// The `serving` line is the operator's (and a supervisor's) sign of
+/// readiness; a SIGTERM after it must take the graceful path, not the
+/// default action of the signal. A shell sends the signal (its builtin
+/// `kill`) the moment it reads that line, twenty times over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_right_after_the_serving_line_is_handled_gracefully() {
+    const SCRIPT: &str = r#"
+        bin="$1"; db="$2"; fifo="$3"
+        for attempt in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+            rm -f "$fifo"; mkfifo "$fifo"
+            RUST_LOG=info "$bin" serve --database "sqlite://$db" --listen 127.0.0.1:0 \
+                >/dev/null 2>"$fifo" &
+            pid=$!
+            exec 3<"$fifo"
+            while IFS= read -r line <&3; do
+                case "$line" in *serving*) kill -TERM "$pid"; break;; esac
+            done
+            cat <&3 >/dev/null
+            exec 3<&-
+            wait "$pid"
+            echo "exit=$?"
+        done
+    "#;
+    let (dir, path, _secret) = seeded_database(1).await;
+    let mut shell = Command::new("sh")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_proxydeck"))
+        .arg(&path)
+        .arg(dir.path().join("stderr.fifo"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("sh starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while shell.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            let _ = shell.kill();
+            let _ = shell.wait();
+            panic!("the script did not finish");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut out = String::new();
+    shell
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let exits: Vec<&str> = out.lines().collect();
+    assert_eq!(exits.len(), 20, "{out}");
+    let killed = exits.iter().filter(|e| **e != "exit=0").count();
+    assert_eq!(
+        killed, 0,
+        "{killed} of 20 SIGTERMs right after `serving` were not handled: {exits:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_used_at_is_written_at_shutdown() {
+    let (_dir, path, secret) = seeded_database(1).await;
+    let mut binary = serve_file(&path, &["--last-used-flush-interval", "1h"], "info");
+    // The flusher's first tick comes at once; let it pass, so that the next
+    // write can only be the one at shutdown.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let response = crate::helpers::client_builder()
+        .build()
+        .unwrap()
+        .get(binary.url("/v1/projects"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    let before = tokens_of_u1(&path).await;
+    assert_eq!(before.len(), 1);
+    assert!(
+        before[0].last_used_at.is_none(),
+        "written before shutdown, with a 1h flush interval"
+    );
+
+    let (_, status, _, stderr) = binary.stop_with("TERM").await;
+    assert!(status.success(), "{stderr}");
+    let after = tokens_of_u1(&path).await;
+    assert!(
+        after[0].last_used_at.is_some(),
+        "last_used_at was not written at shutdown: {:?}",
+        after[0]
+    );
+}
+
+/// One keep-alive connection of `a_sigterm_under_load_loses_no_request`:
+/// it keeps `depth` requests in flight (pipelined when more than one)
+/// until an answer says `Connection: close`, then reads what it is owed
+/// and ends. Answers the requests answered; any request left without an
+/// answer panics the task (a read or a write fails).
+async fn until_told_to_close(
+    address: SocketAddr,
+    request: String,
+    depth: usize,
+    answered_total: Arc<std::sync::atomic::AtomicUsize>,
+) -> usize {
+    let mut stream = connect(address).await;
+    let mut buffer = Vec::new();
+    let (mut in_flight, mut answered, mut closing) = (0, 0, false);
+    loop {
+        while !closing && in_flight < depth {
+            stream
+                .write_all(request.as_bytes())
+                .await
+                .expect("a request is sent on an open connection");
+            in_flight += 1;
+        }
+        if in_flight == 0 {
+            return answered;
+        }
+        let answer = read_response(&mut stream, &mut buffer).await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        in_flight -= 1;
+        answered += 1;
+        answered_total.fetch_add(1, Ordering::Relaxed);
+        closing |= answer.header("connection") == Some("close");
+    }
+}
+
+/// SIGTERM under keep-alive load, plain and pipelined: every request a
+/// client sent gets its answer; from shutdown on the answers say
+/// `Connection: close`, so clients stop sending, and the server exits
+/// cleanly. Before, every connection lost the request it had sent when
+/// shutdown began (hyper closes a connection between requests at once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sigterm_under_load_loses_no_request() {
+    let (_dir, path, secret) = seeded_database(30).await;
+    let mut binary = serve_file(&path, &[], "info");
+    let request = get_request("/v1/projects?limit=30", Some(&secret));
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut clients = JoinSet::new();
+    for connection in 0..16 {
+        let depth = if connection % 2 == 0 { 1 } else { 3 };
+        clients.spawn(until_told_to_close(
+            binary.address,
+            request.clone(),
+            depth,
+            answered.clone(),
+        ));
+    }
+    // Under way on every connection before the signal.
+    while answered.load(Ordering::Relaxed) < 2_000 {
+        tokio::task::yield_now().await;
+    }
+    let (took, status, _stdout, stderr) = binary.stop_with("TERM").await;
+    assert!(status.success(), "exit {status:?}; stderr:\n{stderr}");
+    assert!(took < Duration::from_secs(3), "exit took {took:?}");
+    let mut per_connection = Vec::new();
+    while let Some(joined) = clients.join_next().await {
+        per_connection.push(joined.expect("no request of the connection was lost"));
+    }
+    assert_eq!(per_connection.len(), 16);
+    assert!(per_connection.iter().all(|&n| n > 0), "{per_connection:?}");
+}

@@ -1,0 +1,164 @@
+//! Where the terminal client's URL and token come from, the client against
+//! a `proxydeck serve` process, and its help.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_reads_url_and_token_from_the_environment() {
+    let world = world().await;
+    let expected = world.data("/v1/projects?limit=5").await;
+
+    let from_env = |args: &[&str], url: &str, token: &str| -> Out {
+        let mut command = world.bare(args);
+        command
+            .env("PROXYDECK_URL", url)
+            .env("PROXYDECK_TOKEN", token);
+        finish(command, None)
+    };
+    let items = |out: Out| -> Value {
+        assert!(out.stderr.is_empty(), "{out:#?}");
+        out.json()
+    };
+    let url = world.url();
+    assert_eq!(
+        items(from_env(
+            &["projects", "list", "--limit", "5"],
+            &url,
+            &world.secret
+        )),
+        Value::Array(expected.clone())
+    );
+    // A trailing slash, in the flag or in the environment.
+    let slashed = format!("{url}/");
+    assert_eq!(
+        items(from_env(
+            &["projects", "list", "--limit", "5", "--url", &slashed],
+            "http://127.0.0.1:9/",
+            &world.secret
+        )),
+        Value::Array(expected.clone())
+    );
+    assert_eq!(
+        items(from_env(
+            &["projects", "list", "--limit", "5"],
+            &slashed,
+            &world.secret
+        )),
+        Value::Array(expected.clone())
+    );
+    // Flags win over the environment.
+    assert_eq!(
+        items(from_env(
+            &[
+                "projects",
+                "list",
+                "--limit",
+                "5",
+                "--url",
+                &url,
+                "--token",
+                &world.secret
+            ],
+            "http://127.0.0.1:9",
+            "pxd_bogus"
+        )),
+        Value::Array(expected.clone())
+    );
+    // The environment's token is used: a bad one fails.
+    from_env(&["projects", "list"], &url, "pxd_bogus").error(&["API token"]);
+    // The folder the client ran in holds no database afterwards.
+    assert!(
+        std::fs::read_dir(world.cwd.path())
+            .unwrap()
+            .next()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn client_against_a_proxydeck_serve_child() {
+    let sandbox = Sandbox::new();
+    let secret = sandbox.directory(1, "u1");
+    let mut lines = Vec::new();
+    for i in 0..45 {
+        lines.push(project(&format!("s{i:02}"), 1, i));
+    }
+    for revision in 1..=3 {
+        lines.push(settings("s07", revision, revision == 2));
+    }
+    sandbox.import(&lines);
+    for i in 0..3 {
+        sandbox.token("u1", &format!("extra-{i}"));
+    }
+    let server = sandbox.serve(&["--last-used-flush-interval", "1h"]);
+    let base = server.base.clone();
+    let client = |args: &[&str]| -> Out {
+        let mut command = proxydeck(sandbox.path());
+        command
+            .args(args)
+            .env("PROXYDECK_URL", &base)
+            .env("PROXYDECK_TOKEN", &secret);
+        finish(command, None)
+    };
+
+    let all = server.projects(&secret).await;
+    let out = client(&["projects", "list", "--all", "--order-direction", "asc"]);
+    assert_eq!(out.json(), Value::Array(all.clone()));
+    let out = client(&["projects", "list", "-o", "table", "--limit", "10"]);
+    assert!(out.status.success(), "{out:#?}");
+    let rows = table(&out.stdout, LISTINGS[0].headers);
+    let mut newest: Vec<&str> = ids_of(&all);
+    newest.reverse();
+    assert_eq!(column(&rows, 0), newest[..10]);
+    assert_eq!(
+        out.stderr.trim(),
+        format!("more may follow: --start-key {} (or --all)", newest[9])
+    );
+
+    let out = client(&["proxy-settings", "list", "s07", "--order-direction", "asc"]);
+    assert_eq!(
+        out.json(),
+        Value::Array(server.revisions("s07", &secret).await)
+    );
+
+    let mut tokens = server.tokens(&secret).await;
+    assert_eq!(tokens.len(), 4);
+    let out = client(&["tokens", "list", "-o", "ndjson"]);
+    let listed: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(listed, tokens);
+    tokens.retain(|t| t["name"] == json!("extra-1"));
+    let out = client(&["tokens", "list", "--name", "extra-1"]);
+    assert_eq!(out.json(), Value::Array(tokens));
+
+    client(&["proxy-settings", "list", "nope"]).error(&["no such project"]);
+    drop(server);
+    client(&["projects", "list"]).error(&["cannot reach"]);
+}
+
+#[test]
+fn listing_commands_have_help_with_an_example() {
+    let cwd = tempfile::tempdir().unwrap();
+    let commands: [&[&str]; 8] = [
+        &["projects", "list"],
+        &["tokens", "list"],
+        &["proxy-settings", "list"],
+        &["admin", "export"],
+        &["admin", "import"],
+        &["admin", "org", "list"],
+        &["admin", "user", "list"],
+        &["admin", "token", "list"],
+    ];
+    for args in commands {
+        let mut command = proxydeck(cwd.path());
+        command.args(args).arg("--help");
+        let out = finish(command, None);
+        assert!(out.status.success(), "{args:?}: {out:#?}");
+        assert!(out.stdout.contains("Example"), "{args:?}: {}", out.stdout);
+        assert!(out.stderr.is_empty(), "{args:?}: {out:#?}");
+    }
+    assert!(!Path::new(&cwd.path().join("proxydeck.db")).exists());
+}

@@ -1,0 +1,295 @@
+//! The terminal client's filters and order, and `--all` walking every page
+//! once.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_filters_and_order_give_what_the_api_gives() {
+    let world = world().await;
+    let org2 = org_id(2);
+    let some_project = world.data("/v1/projects?limit=10").await[9]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let some_token = world.data("/v1/api_tokens?limit=10").await[9]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let early_project = world
+        .data(&format!(
+            "/v1/projects?limit=10&order_direction=ASC&organization_id={org2}"
+        ))
+        .await[4]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (vec!["projects", "list"], "/v1/projects".into()),
+        (
+            vec!["projects", "list", "--limit", "7"],
+            "/v1/projects?limit=7".into(),
+        ),
+        (
+            vec!["projects", "list", "--order-direction", "asc"],
+            "/v1/projects?order_direction=ASC".into(),
+        ),
+        (
+            vec![
+                "projects",
+                "list",
+                "--order-direction",
+                "ASC",
+                "--limit",
+                "100",
+            ],
+            "/v1/projects?order_direction=ASC&limit=100".into(),
+        ),
+        (
+            vec![
+                "projects",
+                "list",
+                "--order-direction",
+                "Desc",
+                "--limit",
+                "5",
+            ],
+            "/v1/projects?order_direction=DESC&limit=5".into(),
+        ),
+        (
+            vec!["projects", "list", "--organization-id", &org2],
+            format!("/v1/projects?organization_id={org2}"),
+        ),
+        (
+            vec![
+                "projects",
+                "list",
+                "--organization-id",
+                &org2,
+                "--order-direction",
+                "asc",
+                "--limit",
+                "4",
+                "--start-key",
+                &early_project,
+            ],
+            format!(
+                "/v1/projects?organization_id={org2}&order_direction=ASC&limit=4&start_key={early_project}"
+            ),
+        ),
+        (
+            vec![
+                "projects",
+                "list",
+                "--start-key",
+                &some_project,
+                "--limit",
+                "3",
+            ],
+            format!("/v1/projects?start_key={some_project}&limit=3"),
+        ),
+        (vec!["tokens", "list"], "/v1/api_tokens".into()),
+        (
+            vec!["tokens", "list", "--name", "ci"],
+            "/v1/api_tokens?name=ci".into(),
+        ),
+        (
+            vec![
+                "tokens",
+                "list",
+                "--name",
+                "ci",
+                "--order-direction",
+                "asc",
+                "--limit",
+                "2",
+            ],
+            "/v1/api_tokens?name=ci&order_direction=ASC&limit=2".into(),
+        ),
+        (
+            vec!["tokens", "list", "--name", "no-such-name"],
+            "/v1/api_tokens?name=no-such-name".into(),
+        ),
+        (
+            vec!["tokens", "list", "--start-key", &some_token, "--limit", "6"],
+            format!("/v1/api_tokens?start_key={some_token}&limit=6"),
+        ),
+        (
+            vec![
+                "tokens",
+                "list",
+                "--order-direction",
+                "ASC",
+                "--limit",
+                "100",
+            ],
+            "/v1/api_tokens?order_direction=ASC&limit=100".into(),
+        ),
+        (
+            vec!["proxy-settings", "list", BIG],
+            "/v1/projects/big/proxy-settings".into(),
+        ),
+        (
+            vec![
+                "proxy-settings",
+                "list",
+                BIG,
+                "--limit",
+                "10",
+                "--order-direction",
+                "asc",
+            ],
+            "/v1/projects/big/proxy-settings?limit=10&order_direction=ASC".into(),
+        ),
+        (
+            vec!["proxy-settings", "list", BIG, "--start-key", "120"],
+            "/v1/projects/big/proxy-settings?start_key=120".into(),
+        ),
+        (
+            vec![
+                "proxy-settings",
+                "list",
+                BIG,
+                "--start-key",
+                "5",
+                "--order-direction",
+                "ASC",
+                "--limit",
+                "3",
+            ],
+            "/v1/projects/big/proxy-settings?start_key=5&order_direction=ASC&limit=3".into(),
+        ),
+    ];
+    for (args, path) in &cases {
+        let expected = world.data(path).await;
+        assert!(
+            !expected.is_empty() || path.contains("no-such-name"),
+            "{path}"
+        );
+        assert_eq!(&world.items(args), &expected, "{args:?} vs {path}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_all_walks_every_page_once_in_order() {
+    let world = world().await;
+
+    // 250 visible projects plus the big one: three pages of 100.
+    let walked = world.walk("/v1/projects?limit=100").await;
+    assert_eq!(walked.len(), PROJECTS + 1);
+    for format in ["json", "ndjson"] {
+        let out = world.run(&["projects", "list", "--all", "-o", format]);
+        assert!(out.status.success() && out.stderr.is_empty(), "{out:#?}");
+        let items: Vec<Value> = if format == "json" {
+            one_json_document(&out.stdout).as_array().unwrap().clone()
+        } else {
+            out.stdout
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        };
+        assert_eq!(items, walked, "projects --all -o {format}");
+    }
+    let ascending = world
+        .walk("/v1/projects?limit=100&order_direction=ASC")
+        .await;
+    let mut reversed = walked.clone();
+    reversed.reverse();
+    assert_eq!(ids_of(&ascending), ids_of(&reversed));
+    assert_eq!(
+        world.items(&["projects", "list", "--all", "--order-direction", "asc"]),
+        ascending
+    );
+    // With a small page: many requests, still every item once.
+    let small = world.items(&["projects", "list", "--all", "--limit", "7"]);
+    assert_eq!(small, walked);
+    // Narrowed to an organization.
+    let org2 = org_id(2);
+    assert_eq!(
+        world.items(&["projects", "list", "--all", "--organization-id", &org2]),
+        world
+            .walk(&format!("/v1/projects?limit=100&organization_id={org2}"))
+            .await
+    );
+    // From a start key to the end.
+    let key = text_of(&walked[149]["id"]);
+    assert_eq!(
+        world.items(&["projects", "list", "--all", "--start-key", &key]),
+        walked[150..].to_vec()
+    );
+    // The table: every row once, no hint.
+    let out = world.run(&["projects", "list", "--all", "-o", "table"]);
+    assert!(out.status.success() && out.stderr.is_empty(), "{out:#?}");
+    let rows = table(&out.stdout, LISTINGS[0].headers);
+    assert_eq!(column(&rows, 0), ids_of(&walked));
+
+    // 130 revisions: pages of 100 and 30.
+    let revisions = world
+        .walk("/v1/projects/big/proxy-settings?limit=100")
+        .await;
+    assert_eq!(revisions.len(), REVISIONS as usize);
+    let numbers: Vec<u64> = revisions
+        .iter()
+        .map(|r| r["revision"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        numbers,
+        (1..=u64::from(REVISIONS)).rev().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        world.items(&["proxy-settings", "list", BIG, "--all"]),
+        revisions
+    );
+    let ascending = world.items(&[
+        "proxy-settings",
+        "list",
+        BIG,
+        "--all",
+        "--order-direction",
+        "asc",
+        "-o",
+        "json",
+    ]);
+    let mut reversed = revisions.clone();
+    reversed.reverse();
+    assert_eq!(ascending, reversed);
+
+    // 120 tokens, no has_more: pages of 100 and a short one of 20.
+    let tokens = world.token_walk(100).await;
+    assert_eq!(tokens.len(), TOKENS);
+    let mut ids: Vec<&str> = ids_of(&tokens);
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), TOKENS, "a token twice");
+    assert_eq!(world.items(&["tokens", "list", "--all"]), tokens);
+    // Pages of 20: six full pages, then an empty one ends the walk.
+    assert_eq!(
+        world.items(&["tokens", "list", "--all", "--limit", "20"]),
+        tokens
+    );
+    assert_eq!(world.token_walk(20).await, tokens);
+    // Pages of 7 (the last one short), ascending.
+    let ascending = world.items(&[
+        "tokens",
+        "list",
+        "--all",
+        "--limit",
+        "7",
+        "--order-direction",
+        "asc",
+    ]);
+    let mut reversed = tokens.clone();
+    reversed.reverse();
+    assert_eq!(ids_of(&ascending), ids_of(&reversed));
+    // Narrowed by name.
+    let ci: Vec<Value> = tokens
+        .iter()
+        .filter(|t| t["name"] == json!("ci"))
+        .cloned()
+        .collect();
+    assert_eq!(ci.len(), 11);
+    assert_eq!(
+        world.items(&["tokens", "list", "--all", "--name", "ci", "--limit", "3"]),
+        ci
+    );
+}
