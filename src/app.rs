@@ -115,6 +115,13 @@ impl Service {
         address_of(&self.listener)
     }
 
+    /// The service's authenticator: what embeds the service (a test) can
+    /// write the token uses it noted at once with
+    /// [`Authenticator::flush_usage`] instead of waiting for the flusher.
+    pub fn authenticator(&self) -> Arc<Authenticator> {
+        self.auth.clone()
+    }
+
     /// The `--admin-listen` address, when there is one.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.admin

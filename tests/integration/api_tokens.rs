@@ -1,6 +1,8 @@
 //! `GET /v1/api_tokens`: the echo body, the caller's own tokens, the
 //! redacted hint, name filter, paging.
 
+use std::time::Duration;
+
 use proxydeck::domain::time::Timestamp;
 use serde_json::json;
 
@@ -86,14 +88,28 @@ async fn optional_timestamps_are_omitted_never_null() {
 #[tokio::test]
 async fn last_used_at_follows_use_without_a_write_per_request() {
     require!(BACKEND);
-    let app = fixture().await;
-    let (_, secret) = app.token_with("u1", "busy", None).await;
+    // The flusher does not tick while the test runs: only the flush below
+    // writes.
+    let mut options = test_options();
+    options.auth.usage_flush_interval = Duration::from_secs(3600);
+    let app = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
+    app.seed(vec![org(1), user("u1", &[1])]).await;
+    let (token, secret) = app.token_with("u1", "busy", None).await;
     let before = Timestamp::now();
     for _ in 0..20 {
         assert_eq!(app.get("/v1/api_tokens", &secret).await.status(), 200);
     }
-    // Written by the flusher (every FLUSH_INTERVAL in tests), not by the requests.
-    tokio::time::sleep(FLUSH_INTERVAL * 4).await;
+    let stored = || async {
+        let tokens = app.store.list_user_tokens("u1").await.unwrap();
+        let record = tokens
+            .into_iter()
+            .find(|record| record.token.id == token.id);
+        record.unwrap().token.last_used_at
+    };
+    assert_eq!(stored().await, None, "a request wrote its use");
+    // Written by the flush, as the flusher does every interval.
+    app.flush_token_uses().await;
+    assert!(stored().await.is_some());
     let (_, body) = app.get_json("/v1/api_tokens", &secret).await;
     let used = Timestamp::parse(
         body["data"][0]["last_used_at"]

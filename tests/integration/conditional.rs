@@ -35,7 +35,7 @@ async fn fixture(projects: usize) -> (TestApp, String) {
     app.seed(lines).await;
     let token = app.token("u1").await;
     let _ = app.get("/v1/api_tokens", &token).await;
-    tokio::time::sleep(FLUSH_INTERVAL * 3).await;
+    app.flush_token_uses().await;
     (app, token)
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proxydeck::app::{Service, ServiceOptions};
-use proxydeck::auth::AuthOptions;
+use proxydeck::auth::{AuthOptions, Authenticator};
 use proxydeck::domain::api_token::ApiToken;
 use proxydeck::domain::import::{ImportBatch, ImportError, ObjectCounts, parse_line};
 use proxydeck::domain::organization_set::OrganizationSet;

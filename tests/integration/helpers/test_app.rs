@@ -10,6 +10,7 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// The data the service runs on (shared by its other instances).
     pub data: Arc<TestStore>,
+    auth: Arc<Authenticator>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -59,12 +60,19 @@ impl TestApp {
         Self::serve(store, self.data.clone(), options).await
     }
 
+    /// Writes the token uses the service has noted (every request's, once
+    /// its answer came) now, as its flusher would at its next tick.
+    pub async fn flush_token_uses(&self) {
+        self.auth.flush_usage().await.expect("the uses are written");
+    }
+
     async fn serve(store: Arc<dyn Store>, data: Arc<TestStore>, options: ServiceOptions) -> Self {
         let service = Service::bind(store.clone(), options)
             .await
             .expect("the service binds");
         let address = service.local_addr();
         let admin_address = service.admin_addr();
+        let auth = service.authenticator();
         let (shutdown, stop) = oneshot::channel::<()>();
         let task = tokio::spawn(service.run(async {
             let _ = stop.await;
@@ -75,6 +83,7 @@ impl TestApp {
             store,
             client: client_builder().build().expect("an HTTP client"),
             data,
+            auth,
             shutdown: Some(shutdown),
             task: Some(task),
         }
