@@ -399,31 +399,24 @@ impl Server {
                 let _ = line_sender.send(line.to_owned());
             }),
         ];
-        let mut server = Self {
+        // Ends with the line, or when stderr closes (the process ended).
+        let Ok(address) = address.recv_timeout(START_DEADLINE) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{command:?} did not say where it serves within {START_DEADLINE:?}: {}",
+                stderr.borrow().as_str()
+            );
+        };
+        Self {
             child,
-            address: SocketAddr::from(([0, 0, 0, 0], 0)),
-            base: String::new(),
+            address,
+            base: format!("http://{address}"),
             client,
             stdout_lines,
             stdout,
             stderr,
             readers,
-        };
-        // Ends with the line, or when stderr closes (the process ended).
-        match address.recv_timeout(START_DEADLINE) {
-            Ok(address) => {
-                server.address = address;
-                server.base = format!("http://{address}");
-                server
-            }
-            Err(_) => {
-                let _ = server.child.kill();
-                let _ = server.child.wait();
-                panic!(
-                    "{command:?} did not say where it serves within {START_DEADLINE:?}: {}",
-                    server.log()
-                );
-            }
         }
     }
 

@@ -417,14 +417,7 @@ async fn identical_reads_at_the_same_time_share_one_statement() {
         tokio::spawn(async move { first_page_of(store.store.as_ref(), &org_1, 3).await })
     };
     let first = read();
-    let deadline = Instant::now() + Duration::from_secs(1);
-    while waiting_on_lock() < 1 {
-        assert!(
-            Instant::now() < deadline,
-            "the first read never reached the lock"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("the first read reaches the lock", || waiting_on_lock() >= 1).await;
     let later: Vec<_> = (0..5).map(|_| read()).collect();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
