@@ -11,6 +11,7 @@ use futures_util::FutureExt as _;
 use tokio::net::TcpListener;
 
 use crate::auth::{AuthOptions, Authenticator};
+use crate::clock::Clock;
 use crate::http::server::{self, ServerOptions};
 use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits, Services};
 use crate::rate_limit::failures::FailureLimiter;
@@ -29,6 +30,8 @@ pub struct ServiceOptions {
     pub server: ServerOptions,
     pub limits: RequestLimits,
     pub rate_limit: RateLimitOptions,
+    /// Where lifetimes and limits read the time (tests move their own).
+    pub clock: Clock,
 }
 
 impl Default for ServiceOptions {
@@ -40,6 +43,7 @@ impl Default for ServiceOptions {
             server: ServerOptions::default(),
             limits: RequestLimits::default(),
             rate_limit: RateLimitOptions::default(),
+            clock: Clock::system(),
         }
     }
 }
@@ -70,13 +74,18 @@ impl Service {
                     .with_context(|| format!("--admin-listen: cannot listen on {address}"))?,
             ),
         };
-        let auth = Arc::new(Authenticator::new(store.clone(), options.auth));
-        let rate_limiter = RateLimiter::new(&options.rate_limit)?.map(Arc::new);
+        let clock = options.clock;
+        let auth = Arc::new(Authenticator::new(
+            store.clone(),
+            options.auth,
+            clock.clone(),
+        ));
+        let rate_limiter = RateLimiter::new(&options.rate_limit, &clock)?.map(Arc::new);
         let failures = options
             .rate_limit
             .failures
             .as_ref()
-            .map(|policy| Arc::new(FailureLimiter::new(policy)));
+            .map(|policy| Arc::new(FailureLimiter::new(policy, clock)));
         let state = AppState::new(Services {
             store,
             auth: auth.clone(),

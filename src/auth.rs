@@ -5,13 +5,15 @@
 //! Cache delay: a token revoked, or a membership changed, by another process
 //! (the `admin` command, another instance) is seen within
 //! [`AuthOptions::cache_ttl`]. Expiry needs no delay: it is checked on every
-//! request against the cached `expires_at`.
+//! request against the cached `expires_at`. Both read the service's
+//! [`Clock`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::clock::Clock;
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::domain::token::{self, TokenDigest};
@@ -88,41 +90,62 @@ pub enum AuthError {
     Store(#[from] StoreError),
 }
 
+/// A cache of the token look-ups' answers, each trusted until the instant
+/// it holds (on the service's clock). moka drops an entry after the same
+/// lifetime on the system's clock, which bounds the memory; the instant is
+/// what decides, so that a test can move the clock instead of waiting.
+type Remembered<T> = moka::sync::Cache<TokenDigest, (T, Instant)>;
+
 pub struct Authenticator {
     store: Arc<dyn Store>,
     /// `None` when the token cache is off.
-    cache: Option<moka::sync::Cache<TokenDigest, Arc<Principal>>>,
+    cache: Option<Remembered<Arc<Principal>>>,
     /// Well-formed tokens the store did not know, for as long as the cache
     /// trusts a token (`None` when the token cache is off). No secret can
     /// be asked before it exists, so remembering a miss never refuses a
     /// token that was just made; it spares the store a flood of one made-up
     /// token. Its own capacity: a flood of many cannot push real tokens
     /// out of the cache.
-    misses: Option<moka::sync::Cache<TokenDigest, ()>>,
+    misses: Option<Remembered<()>>,
     usage: UsageTracker,
     options: AuthOptions,
+    clock: Clock,
 }
 
 impl Authenticator {
-    pub fn new(store: Arc<dyn Store>, options: AuthOptions) -> Self {
-        let cache = options.cache.then(|| {
-            moka::sync::Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(options.cache_ttl)
-                .build()
-        });
-        let misses = options.cache.then(|| {
-            moka::sync::Cache::builder()
-                .max_capacity(10_000)
-                .time_to_live(options.cache_ttl)
-                .build()
-        });
+    pub fn new(store: Arc<dyn Store>, options: AuthOptions, clock: Clock) -> Self {
         Self {
             store,
-            cache,
-            misses,
+            cache: remembered(&options, 100_000),
+            misses: remembered(&options, 10_000),
             usage: UsageTracker::default(),
             options,
+            clock,
+        }
+    }
+
+    /// What `cache` holds for `digest` and still trusts now.
+    fn recall<T: Clone + Send + Sync + 'static>(
+        &self,
+        cache: Option<&Remembered<T>>,
+        digest: &TokenDigest,
+    ) -> Option<T> {
+        let (value, until) = cache?.get(digest)?;
+        (self.clock.instant() < until).then_some(value)
+    }
+
+    /// Puts `value` in `cache` for the cache's lifetime.
+    fn remember<T: Clone + Send + Sync + 'static>(
+        &self,
+        cache: Option<&Remembered<T>>,
+        digest: TokenDigest,
+        value: T,
+    ) {
+        if let Some(cache) = cache {
+            cache.insert(
+                digest,
+                (value, self.clock.instant() + self.options.cache_ttl),
+            );
         }
     }
 
@@ -140,37 +163,28 @@ impl Authenticator {
             return Err(AuthError::Unknown);
         }
         let digest = token::digest(secret);
-        let cached = self.cache.as_ref().and_then(|cache| cache.get(&digest));
-        let principal = match cached {
+        let principal = match self.recall(self.cache.as_ref(), &digest) {
             Some(principal) => {
                 metrics::token_cache_hit();
                 principal
             }
             None => {
-                if self
-                    .misses
-                    .as_ref()
-                    .is_some_and(|misses| misses.contains_key(&digest))
-                {
+                if self.recall(self.misses.as_ref(), &digest).is_some() {
                     metrics::token_miss_remembered();
                     return Err(AuthError::Unknown);
                 }
                 before_lookup()?;
                 metrics::token_cache_miss();
                 let Some(grant) = self.store.find_token(digest).await? else {
-                    if let Some(misses) = &self.misses {
-                        misses.insert(digest, ());
-                    }
+                    self.remember(self.misses.as_ref(), digest, ());
                     return Err(AuthError::Unknown);
                 };
                 let principal = Arc::new(Principal::from_grant(grant));
-                if let Some(cache) = &self.cache {
-                    cache.insert(digest, principal.clone());
-                }
+                self.remember(self.cache.as_ref(), digest, principal.clone());
                 principal
             }
         };
-        let now = Timestamp::now();
+        let now = self.clock.timestamp();
         if principal.revoked {
             return Err(AuthError::Revoked);
         }
@@ -219,6 +233,19 @@ impl Authenticator {
             tracing::warn!(%error, "could not record token use at shutdown");
         }
     }
+}
+
+/// A cache of `capacity` entries, `None` when the token cache is off.
+fn remembered<T: Clone + Send + Sync + 'static>(
+    options: &AuthOptions,
+    capacity: u64,
+) -> Option<Remembered<T>> {
+    options.cache.then(|| {
+        moka::sync::Cache::builder()
+            .max_capacity(capacity)
+            .time_to_live(options.cache_ttl)
+            .build()
+    })
 }
 
 /// Splits `Bearer <token>`; the scheme is case-insensitive.

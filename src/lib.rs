@@ -10,6 +10,7 @@
 pub mod app;
 pub mod auth;
 pub mod cli;
+pub mod clock;
 pub mod domain;
 pub mod http;
 pub mod metrics;

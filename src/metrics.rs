@@ -42,6 +42,7 @@ pub const TOKEN_MISSES_REMEMBERED: &str = "proxydeck_token_misses_remembered_tot
 pub const AUTH_FAILURE_REJECTIONS: &str = "proxydeck_auth_failure_rejections_total";
 pub const PAGE_BODIES: &str = "proxydeck_db_page_bodies_total";
 pub const SHARED_READS: &str = "proxydeck_db_shared_reads_total";
+pub const SQLITE_VM_STEPS: &str = "proxydeck_sqlite_vm_steps_total";
 pub const HTTP_CONNECTIONS: &str = "proxydeck_http_connections";
 pub const HTTP_CONNECTIONS_LIMIT: &str = "proxydeck_http_connections_limit";
 pub const HTTP_CONNECTION_LIMIT_REACHED: &str = "proxydeck_http_connection_limit_reached_total";
@@ -73,6 +74,7 @@ struct Recorder {
     auth_failure_rejections: Counter,
     page_bodies_from_memory: Counter,
     page_bodies_from_database: Counter,
+    sqlite_vm_steps: Counter,
 }
 
 /// Installs the process's recorder, if it is not yet. Recording installs
@@ -119,6 +121,7 @@ fn recorder() -> &'static Recorder {
             auth_failure_rejections: counter!(AUTH_FAILURE_REJECTIONS),
             page_bodies_from_memory: counter!(PAGE_BODIES, "from" => "memory"),
             page_bodies_from_database: counter!(PAGE_BODIES, "from" => "database"),
+            sqlite_vm_steps: counter!(SQLITE_VM_STEPS),
         }
     })
 }
@@ -174,6 +177,10 @@ fn describe() {
     describe_counter!(
         PAGE_BODIES,
         "Project bodies of pages read with a page memory, by where they came from (memory, database)."
+    );
+    describe_counter!(
+        SQLITE_VM_STEPS,
+        "Steps of SQLite's virtual machine run by the embedded store's statements: the work requests make it do, index entries and rows read included (0 on PostgreSQL)."
     );
     describe_counter!(
         SHARED_READS,
@@ -295,6 +302,11 @@ pub fn token_cache_miss() {
 
 /// A page of projects read with the page memory: how many of its bodies
 /// were remembered and how many PostgreSQL sent.
+/// Counts the virtual-machine steps a SQLite statement ran.
+pub fn sqlite_vm_steps(steps: u64) {
+    recorder().sqlite_vm_steps.increment(steps);
+}
+
 pub fn page_bodies(from_memory: u64, from_database: u64) {
     let recorder = recorder();
     recorder.page_bodies_from_memory.increment(from_memory);

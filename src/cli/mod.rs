@@ -334,6 +334,7 @@ impl ServeArgs {
                     })?,
                 client_address_header: self.client_address_header.clone(),
             },
+            ..defaults
         })
     }
 }

@@ -11,6 +11,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::{LocalLimiter, Policy, Verdict};
+use crate::clock::Clock;
 
 /// 10 failures a second sustained, 20 at once: a person mistyping, a
 /// script with a stale token retrying, never come near it.
@@ -23,9 +24,9 @@ pub struct FailureLimiter {
 }
 
 impl FailureLimiter {
-    pub fn new(policy: &Policy) -> Self {
+    pub fn new(policy: &Policy, clock: Clock) -> Self {
         Self {
-            addresses: LocalLimiter::new(policy),
+            addresses: LocalLimiter::new(policy, clock),
         }
     }
 

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use dashmap::DashMap;
 
 use self::redis::{RedisUrl, SharedLimiter};
+use crate::clock::Clock;
 
 const MICROS_PER_SECOND: u64 = 1_000_000;
 
@@ -174,15 +175,18 @@ pub struct LocalLimiter {
     gcra: Gcra,
     /// Microseconds since `epoch`, per token id.
     tats: DashMap<String, AtomicU64>,
+    clock: Clock,
+    /// When this limiter was made, on `clock`: its times count from it.
     epoch: Instant,
 }
 
 impl LocalLimiter {
-    pub fn new(policy: &Policy) -> Self {
+    pub fn new(policy: &Policy, clock: Clock) -> Self {
         Self {
             gcra: Gcra::new(policy),
             tats: DashMap::new(),
-            epoch: Instant::now(),
+            epoch: clock.instant(),
+            clock,
         }
     }
 
@@ -222,7 +226,7 @@ impl LocalLimiter {
     }
 
     fn now(&self) -> u64 {
-        self.epoch.elapsed().as_micros() as u64
+        self.clock.instant().duration_since(self.epoch).as_micros() as u64
     }
 
     /// Drops the tokens whose bucket is full again: such an entry says no
@@ -289,17 +293,17 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     /// `None` when limiting is off.
-    pub fn new(options: &RateLimitOptions) -> anyhow::Result<Option<Self>> {
+    pub fn new(options: &RateLimitOptions, clock: &Clock) -> anyhow::Result<Option<Self>> {
         let Some(policy) = options.policy else {
             return Ok(None);
         };
         let shared = match &options.redis {
-            Some(url) => Some(SharedLimiter::new(url, &policy)?),
+            Some(url) => Some(SharedLimiter::new(url, &policy, clock.clone())?),
             None => None,
         };
         Ok(Some(Self {
             policy,
-            local: LocalLimiter::new(&policy),
+            local: LocalLimiter::new(&policy, clock.clone()),
             shared,
         }))
     }
@@ -424,7 +428,7 @@ mod tests {
 
     #[test]
     fn the_local_limiter_keys_by_token_and_forgets_full_buckets() {
-        let limiter = LocalLimiter::new(&Policy::new(1.0, Some(2)).unwrap());
+        let limiter = LocalLimiter::new(&Policy::new(1.0, Some(2)).unwrap(), Clock::system());
         assert!(limiter.check("a").allowed);
         assert!(limiter.check("a").allowed);
         assert!(!limiter.check("a").allowed);
@@ -433,7 +437,7 @@ mod tests {
         limiter.sweep();
         assert_eq!(limiter.tracked(), 2, "buckets still filling are kept");
 
-        let fast = LocalLimiter::new(&Policy::new(MAX_RATE, Some(1)).unwrap());
+        let fast = LocalLimiter::new(&Policy::new(MAX_RATE, Some(1)).unwrap(), Clock::system());
         for n in 0..1000 {
             fast.check(&format!("token-{n}"));
         }

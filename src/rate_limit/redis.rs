@@ -17,6 +17,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, Script};
 
 use super::{Gcra, Policy, Verdict};
+use crate::clock::Clock;
 
 /// Longest one Redis call may take before the request is limited locally.
 pub const CALL_TIMEOUT: Duration = Duration::from_millis(50);
@@ -53,6 +54,8 @@ pub struct SharedLimiter {
     connection: ConnectionManager,
     script: Script,
     gcra: Gcra,
+    clock: Clock,
+    /// When this limiter was made, on `clock`: its times count from it.
     epoch: Instant,
     /// While Redis fails: when (microseconds since `epoch`) a request may
     /// try it again. 0 while Redis answers.
@@ -65,7 +68,7 @@ pub struct SharedLimiter {
 impl SharedLimiter {
     /// Makes no connection yet: the first request does, so that an
     /// instance starts and serves while Redis is down.
-    pub fn new(url: &RedisUrl, policy: &Policy) -> anyhow::Result<Self> {
+    pub fn new(url: &RedisUrl, policy: &Policy, clock: Clock) -> anyhow::Result<Self> {
         let client = Client::open(url.0.as_str())
             .map_err(|_| anyhow::anyhow!("the rate limit Redis URL is not valid"))?;
         let config = ConnectionManagerConfig::new()
@@ -81,7 +84,8 @@ impl SharedLimiter {
             connection,
             script: Script::new(include_str!("gcra.lua")),
             gcra: Gcra::new(policy),
-            epoch: Instant::now(),
+            epoch: clock.instant(),
+            clock,
             retry_at: AtomicU64::new(0),
             warned_at: AtomicU64::new(0),
         })
@@ -159,7 +163,7 @@ impl SharedLimiter {
     }
 
     fn now(&self) -> u64 {
-        self.epoch.elapsed().as_micros() as u64
+        self.clock.instant().duration_since(self.epoch).as_micros() as u64
     }
 }
 

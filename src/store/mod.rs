@@ -8,6 +8,8 @@ mod postgres;
 mod sql;
 mod sqlite;
 
+pub use self::sqlite::FILE_CHECK_INTERVAL;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +18,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use crate::clock::Clock;
 use crate::domain::FieldError;
 use crate::domain::api_token::{ApiToken, TokenRecord};
 use crate::domain::directory::{Organization, User};
@@ -389,6 +392,8 @@ pub struct StoreOptions {
     pub timeout: Duration,
     /// Which caches of the read path are on.
     pub caches: Caches,
+    /// Where the store's file checks read the time (tests move their own).
+    pub clock: Clock,
 }
 
 impl Default for StoreOptions {
@@ -397,6 +402,7 @@ impl Default for StoreOptions {
             pool_size: 4,
             timeout: Duration::from_secs(2),
             caches: Caches::ALL,
+            clock: Clock::system(),
         }
     }
 }

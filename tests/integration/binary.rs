@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -150,20 +150,13 @@ pub(crate) fn finish(mut command: Command, stdin: Option<&str>) -> Out {
     };
     let stdout = drain(Box::new(child.stdout.take().expect("a stdout pipe")));
     let stderr = drain(Box::new(child.stderr.take().expect("a stderr pipe")));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("the child can be waited on") {
-            break status;
-        }
-        if started.elapsed() > COMMAND_DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{command:?} still ran after {COMMAND_DEADLINE:?}; stderr: {}",
-                stderr.join().unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    let exit = Exit::of(child);
+    let Some(status) = exit.within(COMMAND_DEADLINE) else {
+        exit.kill();
+        panic!(
+            "{command:?} still ran after {COMMAND_DEADLINE:?}; stderr: {}",
+            stderr.join().unwrap_or_default()
+        );
     };
     Out {
         status,
@@ -322,12 +315,86 @@ pub(crate) fn accepts(port: u16) -> bool {
     TcpStream::connect_timeout(&address, Duration::from_millis(100)).is_ok()
 }
 
+/// A child process's end as an event: a thread of its own waits for it,
+/// so that a test waits for the exit (within a deadline) rather than
+/// polling. The process is killed when this is dropped, if still running.
+pub(crate) struct Exit {
+    pid: u32,
+    ended: Arc<Ended>,
+}
+
+/// The exit status, set by the waiting thread.
+#[derive(Default)]
+struct Ended {
+    status: Mutex<Option<ExitStatus>>,
+    changed: Condvar,
+}
+
+impl Ended {
+    fn within(&self, limit: Duration) -> Option<ExitStatus> {
+        let status = self.status.lock().unwrap();
+        let (status, _) = self
+            .changed
+            .wait_timeout_while(status, limit, |status| status.is_none())
+            .unwrap();
+        *status
+    }
+}
+
+impl Exit {
+    pub(crate) fn of(mut child: Child) -> Self {
+        let pid = child.id();
+        let ended = Arc::new(Ended::default());
+        let report = ended.clone();
+        std::thread::spawn(move || {
+            let status = child.wait().expect("the child can be waited on");
+            *report.status.lock().unwrap() = Some(status);
+            report.changed.notify_all();
+        });
+        Self { pid, ended }
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The exit status, once the process has ended; `None` when it has
+    /// not within `limit`.
+    pub(crate) fn within(&self, limit: Duration) -> Option<ExitStatus> {
+        self.ended.within(limit)
+    }
+
+    /// [`Exit::within`], without holding up the runtime's thread.
+    pub(crate) async fn within_async(&self, limit: Duration) -> Option<ExitStatus> {
+        let ended = self.ended.clone();
+        tokio::task::spawn_blocking(move || ended.within(limit))
+            .await
+            .expect("the wait ends")
+    }
+
+    /// Kills the process unless it has ended, and waits for its end.
+    pub(crate) fn kill(&self) {
+        if self.within(Duration::ZERO).is_none() {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.pid.to_string()])
+                .status();
+            self.within(COMMAND_DEADLINE);
+        }
+    }
+}
+
+impl Drop for Exit {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 // ----- A server child process -----
 
 /// A running `serve` or `demo` process, listening where it said in its
 /// `serving` log line; killed when dropped.
 pub(crate) struct Server {
-    pub(crate) child: Child,
+    exit: Exit,
     pub(crate) address: SocketAddr,
     pub(crate) base: String,
     pub(crate) client: reqwest::Client,
@@ -337,15 +404,6 @@ pub(crate) struct Server {
     /// Its stderr (its log) so far.
     stderr: watch::Receiver<String>,
     readers: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
 }
 
 /// Reads `pipe` line by line on a thread of its own into `text`, handing
@@ -399,17 +457,17 @@ impl Server {
                 let _ = line_sender.send(line.to_owned());
             }),
         ];
+        let exit = Exit::of(child);
         // Ends with the line, or when stderr closes (the process ended).
         let Ok(address) = address.recv_timeout(START_DEADLINE) else {
-            let _ = child.kill();
-            let _ = child.wait();
+            exit.kill();
             panic!(
                 "{command:?} did not say where it serves within {START_DEADLINE:?}: {}",
                 stderr.borrow().as_str()
             );
         };
         Self {
-            child,
+            exit,
             address,
             base: format!("http://{address}"),
             client,
@@ -449,24 +507,20 @@ impl Server {
     pub(crate) fn signal(&self, name: &str) {
         let status = Command::new("kill")
             .arg(format!("-{name}"))
-            .arg(self.child.id().to_string())
+            .arg(self.exit.pid().to_string())
             .status()
             .expect("kill runs");
         assert!(status.success(), "kill -{name} failed");
     }
 
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.exit.pid()
+    }
+
     /// Waits for the exit; `None` when it did not come within `limit`.
     pub(crate) async fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("the child can be polled") {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.exit.within_async(limit).await
     }
 
     /// Signals, then checks a clean exit within a few seconds; answers how

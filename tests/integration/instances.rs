@@ -94,7 +94,9 @@ async fn a_token_revoked_through_one_instance_stops_working_on_the_other() {
     assert_eq!(first.get("/v1/projects", &secret).await.status(), 200);
     assert_eq!(second.get("/v1/projects", &secret).await.status(), 200);
     first.store.revoke_token(&revoked.id).await.unwrap();
-    tokio::time::sleep(CACHE_TTL + Duration::from_millis(150)).await;
+    for instance in [&first, &second] {
+        instance.clock.advance(CACHE_TTL);
+    }
     for instance in [&second, &first] {
         let (status, body) = instance.get_json("/v1/projects", &secret).await;
         assert_eq!(status, 401, "{body}");
@@ -141,15 +143,20 @@ async fn last_used_at_from_several_instances_never_goes_backwards() {
     };
     assert_eq!(stored().await, Some(at(3_000_000)));
 
-    // And through the instances' own flushers: the later use wins.
+    // And through the instances' own flushers: the later use wins, even
+    // when the earlier one is written last. The first instance's use is a
+    // minute later (its clock moved).
     let before = Timestamp::now();
     assert_eq!(second.get("/v1/projects", &secret).await.status(), 200);
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    first.clock.advance(Duration::from_secs(60));
     assert_eq!(first.get("/v1/projects", &secret).await.status(), 200);
     first.flush_token_uses().await;
     second.flush_token_uses().await;
     let last = stored().await.expect("last_used_at is set");
-    assert!(last >= before && last <= Timestamp::now(), "{last}");
+    assert!(
+        last >= before.plus_seconds(60).unwrap() && last <= first.clock.timestamp(),
+        "{last}"
+    );
     let (_, body) = second.get_json("/v1/api_tokens?name=shared", &secret).await;
     assert_eq!(body["data"][0]["last_used_at"], last.to_string());
 }

@@ -467,7 +467,7 @@ async fn every_error_is_documented_and_validates() {
         .seed(vec![org(1), user("u1", &[1]), project("p1", 1, 0)])
         .await;
     let outage_token = outage.token("u1").await;
-    outage.take_store_away().await;
+    outage.take_store_away();
     for (operation, path) in one_per_listing {
         let request = outage
             .client

@@ -148,7 +148,7 @@ async fn health_and_readiness_answer_without_a_token() {
 #[tokio::test]
 async fn readiness_fails_with_503_when_the_store_does_not_answer_and_health_stays_ok() {
     let app = TestApp::spawn_impatient().await;
-    let moved = app.take_store_away().await;
+    let moved = app.take_store_away();
 
     let started = Instant::now();
     let response = app.client.get(app.url("/readyz")).send().await.unwrap();
@@ -543,19 +543,16 @@ async fn connections_are_counted_per_listener_with_their_limit_and_its_episodes(
     assert!(before.value("proxydeck_http_connections", &[("listener", "admin")]) >= 1.0);
     let open_before = before.value("proxydeck_http_connections", &api);
     let reached_before = before.value("proxydeck_http_connection_limit_reached_total", &api);
-    // Polls the exposition until `done` holds for it.
+    // Scrapes the exposition until `done` holds for it (the server counts a
+    // connection a moment after the client's connect returns).
     let until = |done: &'static (dyn Fn(&Exposition, f64, f64) -> bool + Sync)| {
         let client = app.client.clone();
         async move {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            loop {
-                let now = scrape(&client, admin).await;
-                if done(&now, open_before, reached_before) {
-                    return;
-                }
-                assert!(Instant::now() < deadline, "the metrics did not move");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            eventually("the metrics move", || {
+                let client = client.clone();
+                async move { done(&scrape(&client, admin).await, open_before, reached_before) }
+            })
+            .await;
         }
     };
 

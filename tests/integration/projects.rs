@@ -1,5 +1,7 @@
 //! `GET /v1/projects`: envelope, defaults, order, filters, keyset walks.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use super::BACKEND;
@@ -17,16 +19,23 @@ async fn fixture(count: usize) -> (TestApp, String, Vec<(String, String)>) {
         user("u1", &[1, 2]),
         user("u3", &[3]),
     ];
-    let mut expected = Vec::new();
-    for i in 0..count {
-        let id = format!("p{:03}", (i * 37) % 1000);
-        let created = (i / 3) as i64;
-        lines.push(project(&id, 1, created));
-        expected.push((at(created), id));
-    }
+    let (projects, expected) = projects_of_org_1(count);
+    lines.extend(projects);
     app.seed(lines).await;
     let token = app.token("u1").await;
     (app, token, expected)
+}
+
+/// `count` projects of organization 1, three to a creation time, their
+/// ids in an order of their own; and their (created_at, id).
+fn projects_of_org_1(count: usize) -> (Vec<Value>, Vec<(String, String)>) {
+    (0..count)
+        .map(|i| {
+            let id = format!("p{:03}", (i * 37) % 1000);
+            let created = (i / 3) as i64;
+            (project(&id, 1, created), (at(created), id))
+        })
+        .unzip()
 }
 
 fn newest_first(mut items: Vec<(String, String)>) -> Vec<String> {
@@ -398,17 +407,54 @@ async fn concurrent_changes_never_skip_or_repeat_stable_items() {
     }
 }
 
+/// A page after a start key reads from the key on: the page after the
+/// 270th project costs what the page after the 10th does (an OFFSET would
+/// read the 270 before it). SQLite: the steps its statements ran; PostgreSQL:
+/// the plan of the statement that read the page.
 #[tokio::test]
 async fn a_deep_page_is_a_keyset_range_read() {
     require!(BACKEND);
-    // Correctness of a deep page over a list larger than several pages; its
-    // cost is measured by the benchmark, not here.
-    let (app, token, expected) = fixture(300).await;
+    let mut options = test_options();
+    // No token-use write may run between the pages.
+    options.auth.usage_flush_interval = Duration::from_secs(3600);
+    let app = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
+    let (projects, expected) = projects_of_org_1(300);
+    let mut lines = vec![org(1), user("u1", &[1])];
+    lines.extend(projects);
+    app.seed(lines).await;
+    let token = app.token("u1").await;
     let newest = newest_first(expected);
-    let start = &newest[269];
-    let (_, body) = app
-        .get_json(&format!("/v1/projects?limit=20&start_key={start}"), &token)
-        .await;
-    assert_eq!(ids(&body), newest[270..290]);
-    assert_eq!(body["has_more"], true);
+    // Authenticates (and caches) the token: what follows reads pages only.
+    assert_eq!(app.get("/v1/projects?limit=1", &token).await.status(), 200);
+    let mut costs = Vec::new();
+    for (after, expected) in [(9, &newest[10..30]), (269, &newest[270..290])] {
+        let path = format!("/v1/projects?limit=20&start_key={}", newest[after]);
+        let steps_before = metric("proxydeck_sqlite_vm_steps_total");
+        let (_, body) = app.get_json(&path, &token).await;
+        costs.push(metric("proxydeck_sqlite_vm_steps_total") - steps_before);
+        assert_eq!(ids(&body), expected);
+        assert_eq!(body["has_more"], true);
+    }
+    match BACKEND {
+        Backend::Sqlite => {
+            let [shallow, deep] = costs[..] else {
+                unreachable!()
+            };
+            assert!(shallow > 0.0, "no step counted");
+            assert!(
+                deep <= shallow * 1.2,
+                "steps of the page after the 10th and after the 270th: {costs:?}"
+            );
+        }
+        Backend::Postgres => {
+            let plan = app.data.postgres_plan_of_last("FROM projects");
+            let from_the_key = plan
+                .lines()
+                .any(|line| line.contains("Index Cond") && line.contains("created_at"));
+            assert!(
+                from_the_key && !plan.contains("Seq Scan"),
+                "not a range read of the index from the start key:\n{plan}"
+            );
+        }
+    }
 }

@@ -147,9 +147,9 @@ async fn a_spent_bucket_refills_with_time() {
     assert_eq!(hit(&app, &token).await, ok(1));
     assert_eq!(hit(&app, &token).await, ok(0));
     assert_eq!(hit(&app, &token).await, refused());
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    app.clock.advance(Duration::from_millis(250));
     assert_eq!(hit(&app, &token).await, ok(0));
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    app.clock.advance(Duration::from_millis(450));
     assert_eq!(hit(&app, &token).await, ok(1), "full again after 400 ms");
 }
 
@@ -305,7 +305,9 @@ async fn redis_that_never_answers_costs_one_short_wait() {
 /// connections dropped) and restored on the same port.
 struct Relay {
     port: u16,
-    tasks: JoinSet<()>,
+    /// While it relays: dropping the sender cuts it, and the task ends
+    /// once its listener and every connection are closed.
+    running: Option<(tokio::sync::watch::Sender<()>, tokio::task::JoinHandle<()>)>,
 }
 
 impl Relay {
@@ -313,7 +315,7 @@ impl Relay {
         let port = closed_port().await;
         let mut relay = Self {
             port,
-            tasks: JoinSet::new(),
+            running: None,
         };
         relay.restore();
         relay
@@ -330,22 +332,33 @@ impl Relay {
             .bind(SocketAddr::from(([127, 0, 0, 1], self.port)))
             .unwrap();
         let listener = socket.listen(16).unwrap();
-        self.tasks.spawn(async move {
+        let (cut, mut cut_seen) = tokio::sync::watch::channel(());
+        let task = tokio::spawn(async move {
             let mut connections = JoinSet::new();
-            while let Ok((mut client, _)) = listener.accept().await {
-                connections.spawn(async move {
-                    let mut upstream = TcpStream::connect(REDIS_ADDRESS).await.unwrap();
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
-                });
+            loop {
+                tokio::select! {
+                    _ = cut_seen.changed() => break,
+                    accepted = listener.accept() => {
+                        let Ok((mut client, _)) = accepted else { break };
+                        connections.spawn(async move {
+                            let mut upstream = TcpStream::connect(REDIS_ADDRESS).await.unwrap();
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                        });
+                    }
+                }
             }
+            // Aborts the connections and waits until each has ended (and
+            // so closed its sockets).
+            connections.shutdown().await;
         });
+        self.running = Some((cut, task));
     }
 
-    /// Ending the accept task drops its listener and every connection.
+    /// Closes the listener and every connection; returns once they are.
     async fn cut(&mut self) {
-        self.tasks.abort_all();
-        while self.tasks.join_next().await.is_some() {}
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (cut, task) = self.running.take().expect("the relay runs");
+        drop(cut);
+        task.await.expect("the relay ends");
     }
 }
 
@@ -355,8 +368,9 @@ async fn limits_are_shared_again_when_redis_comes_back() {
         return;
     }
     let mut relay = Relay::start().await;
-    // One request every 10 s: nothing refills while the test runs.
-    let options = limited(0.1, 4, Some(&relay.url()));
+    // One request every 1,000 s: nothing refills while the test runs and
+    // moves the instances' clocks by retry intervals.
+    let options = limited(0.001, 4, Some(&relay.url()));
     let first = app_with(options.clone()).await;
     let second = first.another_instance_with(options).await;
     let token = first.token("u1").await;
@@ -367,20 +381,22 @@ async fn limits_are_shared_again_when_redis_comes_back() {
     relay.cut().await;
     assert_eq!(spend_until_refused(&first, &token).await.0, [3, 2, 1, 0]);
 
-    // Back: each instance uses Redis again within a retry or two (one per
-    // RETRY_INTERVAL). The first one's own bucket is spent, so a 200 can
-    // only come from the shared one, which has 2 left.
+    // Back: each instance tries Redis again once a RETRY_INTERVAL has
+    // passed on its clock, and uses it within a try or two (the client
+    // reconnects after the first). The first one's own bucket is spent, so
+    // a 200 can only come from the shared one, which has 2 left.
     relay.restore();
-    let deadline = Instant::now() + Duration::from_secs(6);
+    let mut tries = 0;
     loop {
+        first.clock.advance(RETRY_INTERVAL);
         let seen = hit(&first, &token).await;
         if seen.status == 200 {
             assert_eq!(seen, ok(1), "the shared bucket");
             break;
         }
         assert_eq!(seen, refused());
-        assert!(Instant::now() < deadline, "Redis was not used again");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tries += 1;
+        assert!(tries < 100, "Redis was not used again");
     }
     assert_eq!(hit(&first, &token).await, ok(0));
     // The second one's own bucket is full (4), so a refusal within 3
@@ -389,7 +405,7 @@ async fn limits_are_shared_again_when_redis_comes_back() {
         if hit(&second, &token).await == refused() {
             return;
         }
-        tokio::time::sleep(RETRY_INTERVAL + Duration::from_millis(100)).await;
+        second.clock.advance(RETRY_INTERVAL);
     }
     panic!("the second instance did not use Redis again");
 }
@@ -452,7 +468,9 @@ async fn the_binary_serves_with_redis_down_warning_once_without_the_password() {
     for _ in 0..5 {
         let response = server.get_raw("/v1/projects", &secret).await;
         statuses.push(response.status().as_u16());
-        // Spread over more than one retry interval.
+        // Spread over more than one retry interval, so that Redis is tried
+        // again (and fails) more than once. No event to wait on: the
+        // binary's retries follow the system's clock.
         tokio::time::sleep(Duration::from_millis(400)).await;
     }
     assert_eq!(statuses, [200, 200, 200, 429, 429]);

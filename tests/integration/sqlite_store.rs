@@ -24,11 +24,13 @@ async fn store_outage_is_503_and_recovers() {
         .await;
     let token = app.token("u1").await;
     assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+    let started = Instant::now();
     let load = RequestLoad::start(&app, "/v1/projects", &token, 4);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    load.until("requests flow", |seen| seen.count(200, started) >= 8)
+        .await;
 
     let outage_began = Instant::now();
-    let moved = app.take_store_away().await;
+    let moved = app.take_store_away();
     for path in LISTINGS {
         let started = Instant::now();
         let response = app.get(path, &token).await;
@@ -54,10 +56,13 @@ async fn store_outage_is_503_and_recovers() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(ids(&body), ["p1"]);
     // The pool may take a retry (at most half the store timeout) to open
-    // its connections again.
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    let answers = load.finish().await;
+    // its connections again; every request sent after that is answered.
     let recovered_by = back + Duration::from_millis(300);
+    load.until("answers to requests sent after the recovery", |seen| {
+        seen.answered_after(recovered_by) >= 8
+    })
+    .await;
+    let answers = load.finish().await;
     assert_outage_answers(&answers, outage_began, recovered_by, Duration::from_secs(2));
 }
 
@@ -68,7 +73,7 @@ async fn a_mistyped_token_is_refused_without_asking_the_store() {
     let app = TestApp::spawn_impatient().await;
     app.seed(vec![org(1), user("u1", &[1])]).await;
     let token = app.token("u1").await;
-    let moved = app.take_store_away().await;
+    let moved = app.take_store_away();
 
     let (status, body) = app.get_json("/v1/projects", &token).await;
     assert_eq!(status, 503, "a real token needs the store: {body}");

@@ -266,6 +266,7 @@ fn bodies(
         )?;
         out.reserve_rest(limit);
     }
+    super::count_steps(&statement);
     Ok(out.finish())
 }
 

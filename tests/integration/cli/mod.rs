@@ -4,7 +4,6 @@
 //! process answers over loopback HTTP.
 
 use std::net::TcpListener;
-use std::time::Duration;
 
 use proxydeck::domain::time::Timestamp;
 use serde_json::{Value, json};

@@ -14,7 +14,7 @@ pub struct LoadAnswer {
 
 /// Pause between two requests of a [`RequestLoad`] client: a steady flow
 /// that stays under a token's rate limit and leaves the shared machine's
-/// cores to the server.
+/// cores to the server. Pacing, not a wait: nothing is waited for.
 const LOAD_PAUSE: Duration = Duration::from_millis(5);
 
 /// Clients sending GET requests one after the other, each on its own,
@@ -23,18 +23,47 @@ const LOAD_PAUSE: Duration = Duration::from_millis(5);
 pub struct RequestLoad {
     stop: Arc<std::sync::atomic::AtomicBool>,
     clients: Vec<JoinHandle<Vec<LoadAnswer>>>,
+    progress: tokio::sync::watch::Receiver<LoadProgress>,
+}
+
+/// The answers a [`RequestLoad`] has had so far: when each request was
+/// sent, and its status, in the order they came.
+#[derive(Default, Debug)]
+pub struct LoadProgress {
+    pub answers: Vec<(std::time::Instant, u16)>,
+}
+
+impl LoadProgress {
+    /// How many requests sent after `after` were answered `status`.
+    pub fn count(&self, status: u16, after: std::time::Instant) -> usize {
+        self.answers
+            .iter()
+            .filter(|(sent, seen)| *sent > after && *seen == status)
+            .count()
+    }
+
+    /// How many requests sent after `after` were answered at all.
+    pub fn answered_after(&self, after: std::time::Instant) -> usize {
+        self.answers
+            .iter()
+            .filter(|(sent, _)| *sent > after)
+            .count()
+    }
 }
 
 impl RequestLoad {
     pub fn start(app: &TestApp, path: &str, token: &str, clients: usize) -> Self {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (report, progress) = tokio::sync::watch::channel(LoadProgress::default());
+        let report = Arc::new(report);
         let clients = (0..clients)
             .map(|_| {
-                let (stop, client, url, token) = (
+                let (stop, client, url, token, report) = (
                     stop.clone(),
                     app.client.clone(),
                     app.url(path),
                     token.to_owned(),
+                    report.clone(),
                 );
                 tokio::spawn(async move {
                     let mut answers = Vec::new();
@@ -48,6 +77,7 @@ impl RequestLoad {
                             .expect("an answer");
                         let status = response.status().as_u16();
                         let body: Value = response.json().await.expect("a JSON body");
+                        report.send_modify(|progress| progress.answers.push((sent, status)));
                         answers.push(LoadAnswer {
                             sent,
                             took: sent.elapsed(),
@@ -60,7 +90,21 @@ impl RequestLoad {
                 })
             })
             .collect();
-        Self { stop, clients }
+        Self {
+            stop,
+            clients,
+            progress,
+        }
+    }
+
+    /// Waits until the answers so far satisfy `done`: 10 s at most, then
+    /// the test fails naming `what`.
+    pub async fn until(&self, what: &str, done: impl FnMut(&LoadProgress) -> bool) {
+        let mut progress = self.progress.clone();
+        tokio::time::timeout(Duration::from_secs(10), progress.wait_for(done))
+            .await
+            .unwrap_or_else(|_| panic!("waited 10 s for: {what}"))
+            .expect("the load's clients run");
     }
 
     /// Stops the clients; answers everything they saw.
@@ -162,15 +206,33 @@ pub fn sample(metrics: &str, series: &str) -> Option<f64> {
 
 /// Waits until `condition` holds (checked every 5 ms, for 10 s at most,
 /// then the test fails naming `what`). For state the test can only look
-/// at, held by another process or connection (a lock, a file, a log):
-/// there is no event to wait on.
+/// at, held by another process or connection (a lock, a file, a log, the
+/// system's clock): there is no event to wait on.
 pub async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    eventually(what, || std::future::ready(condition())).await;
+}
+
+/// [`until`] for a condition that must be asked for (a request, a query):
+/// for state only a try can show, such as whether a server answers again.
+pub async fn eventually<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut condition: impl FnMut() -> F,
+) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !condition() {
+    while !condition().await {
         assert!(
             std::time::Instant::now() < deadline,
             "waited 10 s for: {what}"
         );
+        // The one poll of the suite: see the doc comment of `until`.
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// Waits until the system's clock shows a later millisecond than when
+/// called: what the binary writes next carries a later time than what it
+/// wrote before.
+pub async fn a_millisecond_passes() {
+    let now = Timestamp::now();
+    until("the clock moves on", || Timestamp::now() > now).await;
 }

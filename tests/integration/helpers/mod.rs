@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use proxydeck::app::{Service, ServiceOptions};
 use proxydeck::auth::{AuthOptions, Authenticator};
+pub use proxydeck::clock::Clock;
 use proxydeck::domain::api_token::ApiToken;
 use proxydeck::domain::import::{ImportBatch, ImportError, ObjectCounts, parse_line};
 use proxydeck::domain::organization_set::OrganizationSet;
@@ -33,8 +34,9 @@ pub use properties::*;
 mod faults;
 pub use faults::*;
 
-/// Token cache lifetime in tests: revocations show after this.
-pub const CACHE_TTL: Duration = Duration::from_millis(200);
+/// Token cache lifetime in tests: long, so that an entry goes only when a
+/// test moves the service's clock past it (`app.clock.advance(CACHE_TTL)`).
+pub const CACHE_TTL: Duration = Duration::from_secs(3600);
 /// `last_used_at` flush period in tests.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -47,6 +49,7 @@ pub fn client_builder() -> reqwest::ClientBuilder {
 
 pub fn test_options() -> ServiceOptions {
     ServiceOptions {
+        clock: Clock::adjustable(),
         listen: "127.0.0.1:0".into(),
         auth: AuthOptions {
             cache: suite_caches().token,

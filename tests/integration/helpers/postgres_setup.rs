@@ -63,6 +63,10 @@ pub struct Schema {
 }
 
 impl Schema {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// A new, empty schema.
     pub fn create(base_url: &str) -> Self {
         let name = format!("test_{}", uuid::Uuid::new_v4().simple());
@@ -73,7 +77,8 @@ impl Schema {
         }
     }
 
-    /// A database URL whose connections work in this schema.
+    /// A database URL whose connections work in this schema, named after
+    /// it (`application_name`: `pg_stat_activity` tells them apart).
     pub fn url(&self) -> String {
         let separator = if self.base_url.contains('?') {
             '&'
@@ -81,8 +86,8 @@ impl Schema {
             '?'
         };
         format!(
-            "{}{separator}options=-csearch_path%3D{}",
-            self.base_url, self.name
+            "{}{separator}options=-csearch_path%3D{}&application_name={}",
+            self.base_url, self.name, self.name
         )
     }
 }

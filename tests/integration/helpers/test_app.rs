@@ -10,6 +10,9 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// The data the service runs on (shared by its other instances).
     pub data: Arc<TestStore>,
+    /// The service's clock (and its store's, when the app opened it):
+    /// a test moves it instead of waiting for a lifetime to pass.
+    pub clock: Clock,
     auth: Arc<Authenticator>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -25,6 +28,10 @@ impl TestApp {
         options: ServiceOptions,
         store_options: StoreOptions,
     ) -> Self {
+        let store_options = StoreOptions {
+            clock: options.clock.clone(),
+            ..store_options
+        };
         let data = Arc::new(TestStore::with_options(backend, store_options).await);
         Self::serve(data.store.clone(), data, options).await
     }
@@ -54,6 +61,10 @@ impl TestApp {
         options: ServiceOptions,
         store_options: StoreOptions,
     ) -> Self {
+        let store_options = StoreOptions {
+            clock: options.clock.clone(),
+            ..store_options
+        };
         let store = store::open(&self.data.url, &store_options)
             .await
             .expect("the store opens again");
@@ -67,6 +78,7 @@ impl TestApp {
     }
 
     async fn serve(store: Arc<dyn Store>, data: Arc<TestStore>, options: ServiceOptions) -> Self {
+        let clock = options.clock.clone();
         let service = Service::bind(store.clone(), options)
             .await
             .expect("the service binds");
@@ -83,6 +95,7 @@ impl TestApp {
             store,
             client: client_builder().build().expect("an HTTP client"),
             data,
+            clock,
             auth,
             shutdown: Some(shutdown),
             task: Some(task),
@@ -135,23 +148,29 @@ impl TestApp {
         mint(self.store.as_ref(), user_id, name, expires_at).await
     }
 
-    /// A SQLite service whose store gives up after 300 ms: for outage
-    /// tests.
+    /// A SQLite service whose store gives up after 300 ms and keeps no
+    /// recent pages: for outage tests. (While nothing commits, a page kept
+    /// in memory is still the page, and would rightly be answered through
+    /// an outage.)
     pub async fn spawn_impatient() -> Self {
         let store = StoreOptions {
             timeout: Duration::from_millis(300),
+            caches: Caches {
+                recent_pages: false,
+                ..suite_caches()
+            },
             ..StoreOptions::default()
         };
         Self::spawn_with(Backend::Sqlite, test_options(), store).await
     }
 
     /// Moves the SQLite file away (a volume gone, a restore under way) and
-    /// waits until the service's connections have noticed (they check at
-    /// most once a second). Answers where the file went.
-    pub async fn take_store_away(&self) -> PathBuf {
+    /// the clock past the connections' next check of their file, so that
+    /// each notices when next used. Answers where the file went.
+    pub fn take_store_away(&self) -> PathBuf {
         let moved = self.db_path().with_extension("moved");
         std::fs::rename(self.db_path(), &moved).expect("the database file moves");
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        self.clock.advance(proxydeck::store::FILE_CHECK_INTERVAL);
         moved
     }
 

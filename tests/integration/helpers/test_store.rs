@@ -55,6 +55,23 @@ impl TestStore {
         }
     }
 
+    /// The generic plan (`EXPLAIN`) of the latest statement whose text holds
+    /// `marker` that a connection to this PostgreSQL schema other than the
+    /// test's ran: its text is read from `pg_stat_activity` and prepared
+    /// again on a connection of the test's own.
+    pub fn postgres_plan_of_last(&self, marker: &str) -> String {
+        let (DatabaseUrl::Postgres(url), Some(schema)) = (&self.url, &self._schema) else {
+            panic!("a PostgreSQL schema of the test's own");
+        };
+        // The blocking client runs a runtime of its own: not on the test's.
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| plan_of_last(url, schema.name(), marker))
+                .join()
+                .expect("the plan is read")
+        })
+    }
+
     /// The URL as `--database` takes it.
     pub fn database_arg(&self) -> String {
         match &self.url {
@@ -143,4 +160,35 @@ pub async fn seed(store: &dyn Store, lines: Vec<Value>) -> Result<ObjectCounts, 
     sender.send(batch).await.expect("the channel is open");
     drop(sender);
     store.import(receiver).await
+}
+
+/// [`TestStore::postgres_plan_of_last`] on a thread that may block.
+fn plan_of_last(url: &str, schema: &str, marker: &str) -> String {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("PostgreSQL answers");
+    let statement: String = client
+        .query_one(
+            "SELECT query FROM pg_stat_activity
+                  WHERE application_name = $1 AND pid <> pg_backend_pid()
+                    AND position($2 in query) > 0
+                  ORDER BY query_start DESC LIMIT 1",
+            &[&schema, &marker],
+        )
+        .expect("a statement of the store's")
+        .get(0);
+    let parameters = (1..=99)
+        .take_while(|n| statement.contains(&format!("${n}")))
+        .count();
+    client
+        .batch_execute(&format!(
+            "SET plan_cache_mode = force_generic_plan; PREPARE listing AS {statement}"
+        ))
+        .expect("the statement prepares");
+    let nulls = vec!["NULL"; parameters].join(", ");
+    client
+        .query(&format!("EXPLAIN EXECUTE listing({nulls})"), &[])
+        .expect("the plan")
+        .iter()
+        .map(|row| row.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -14,62 +14,102 @@ struct Tally {
     after_headers: Vec<String>,
 }
 
-/// `loops` concurrent request loops on GET `url` until `stop` is set.
-fn hammer(url: String, token: &str, loops: usize, stop: Arc<AtomicBool>) -> JoinSet<Tally> {
-    // A bound on each request: once the server has stopped, a request that
-    // neither fails nor finishes must not hold the test forever (the
-    // in-process server's runtime outlives it; a real process exits).
-    let client = crate::helpers::client_builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .expect("an HTTP client");
-    let mut set = JoinSet::new();
-    for _ in 0..loops {
-        let (client, url, token, stop) =
-            (client.clone(), url.clone(), token.to_owned(), stop.clone());
-        set.spawn(async move {
-            let mut tally = Tally::default();
-            while !stop.load(Ordering::Relaxed) {
-                let response = match client.get(&url).bearer_auth(&token).send().await {
-                    Ok(response) => response,
-                    Err(_) => {
-                        tally.before_headers += 1;
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                        continue;
-                    }
-                };
-                let status = response.status();
-                match response.bytes().await {
-                    Err(error) => tally
-                        .after_headers
-                        .push(format!("{status}, body failed: {error:?}")),
-                    Ok(body) if status != 200 => tally
-                        .after_headers
-                        .push(format!("{status}: {}", String::from_utf8_lossy(&body))),
-                    Ok(body) => match serde_json::from_slice::<Value>(&body) {
-                        Ok(_) => tally.ok += 1,
-                        Err(error) => tally
-                            .after_headers
-                            .push(format!("200 but not JSON ({error}), {} bytes", body.len())),
-                    },
-                }
-            }
-            tally
-        });
-    }
-    set
+/// Concurrent request loops on one URL, until [`Hammer::finish`].
+struct Hammer {
+    loops: JoinSet<Tally>,
+    stop: tokio::sync::watch::Sender<bool>,
+    /// How many requests have been answered 200 so far.
+    answered: tokio::sync::watch::Receiver<usize>,
 }
 
-async fn total(mut set: JoinSet<Tally>) -> Tally {
-    let mut sum = Tally::default();
-    while let Some(tally) = set.join_next().await {
-        let tally = tally.expect("a request loop ends");
-        sum.ok += tally.ok;
-        sum.before_headers += tally.before_headers;
-        sum.after_headers.extend(tally.after_headers);
+impl Hammer {
+    /// `loops` request loops on GET `url`.
+    fn start(url: String, token: &str, loops: usize) -> Self {
+        // A bound on each request: once the server has stopped, a request
+        // that neither fails nor finishes must not hold the test forever
+        // (the in-process server's runtime outlives it; a real process
+        // exits).
+        let client = crate::helpers::client_builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("an HTTP client");
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let (count, answered) = tokio::sync::watch::channel(0);
+        let count = Arc::new(count);
+        let mut set = JoinSet::new();
+        for _ in 0..loops {
+            let (client, url, token, mut stopped, count) = (
+                client.clone(),
+                url.clone(),
+                token.to_owned(),
+                stopped.clone(),
+                count.clone(),
+            );
+            set.spawn(async move {
+                let mut tally = Tally::default();
+                while !*stopped.borrow() {
+                    let response = match client.get(&url).bearer_auth(&token).send().await {
+                        Ok(response) => response,
+                        Err(_) => {
+                            // The server no longer takes requests: it is
+                            // stopping. Nothing more to send.
+                            tally.before_headers += 1;
+                            let _ = stopped.wait_for(|stopped| *stopped).await;
+                            break;
+                        }
+                    };
+                    let status = response.status();
+                    match response.bytes().await {
+                        Err(error) => tally
+                            .after_headers
+                            .push(format!("{status}, body failed: {error:?}")),
+                        Ok(body) if status != 200 => tally
+                            .after_headers
+                            .push(format!("{status}: {}", String::from_utf8_lossy(&body))),
+                        Ok(body) => match serde_json::from_slice::<Value>(&body) {
+                            Ok(_) => {
+                                tally.ok += 1;
+                                count.send_modify(|count| *count += 1);
+                            }
+                            Err(error) => tally
+                                .after_headers
+                                .push(format!("200 but not JSON ({error}), {} bytes", body.len())),
+                        },
+                    }
+                }
+                tally
+            });
+        }
+        Self {
+            loops: set,
+            stop,
+            answered,
+        }
     }
-    sum
+
+    /// Waits until `count` requests have been answered 200: the loops are
+    /// under way.
+    async fn until_answered(&self, count: usize) {
+        let mut answered = self.answered.clone();
+        tokio::time::timeout(Duration::from_secs(10), answered.wait_for(|n| *n >= count))
+            .await
+            .expect("requests are answered within 10 s")
+            .expect("the loops run");
+    }
+
+    /// Stops the loops; answers what they saw.
+    async fn finish(mut self) -> Tally {
+        self.stop.send_replace(true);
+        let mut sum = Tally::default();
+        while let Some(tally) = self.loops.join_next().await {
+            let tally = tally.expect("a request loop ends");
+            sum.ok += tally.ok;
+            sum.before_headers += tally.before_headers;
+            sum.after_headers.extend(tally.after_headers);
+        }
+        sum
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -79,18 +119,14 @@ async fn stop_lets_every_answered_request_finish() {
     // Bounds the wait for spare pooled connections that never send a byte.
     options.server.header_read_timeout = Duration::from_secs(1);
     let (app, token) = seeded_app(options, 30).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let loops = hammer(app.url("/v1/projects?limit=30"), &token, 32, stop.clone());
-
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let hammer = Hammer::start(app.url("/v1/projects?limit=30"), &token, 32);
+    hammer.until_answered(64).await;
     let started = Instant::now();
     tokio::time::timeout(Duration::from_secs(4), app.stop())
         .await
         .expect("stop returns");
     let took = started.elapsed();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    stop.store(true, Ordering::Relaxed);
-    let tally = total(loops).await;
+    let tally = hammer.finish().await;
 
     assert!(tally.ok > 0, "{tally:?}");
     assert!(
@@ -110,7 +146,10 @@ async fn stop_does_not_wait_for_a_silent_connection() {
     options.server.shutdown_grace = Duration::from_secs(4);
     let (app, _token) = seeded_app(options, 1).await;
     let mut silent = connect(app.address).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until("the server holds the silent connection", || {
+        metric("proxydeck_http_connections{listener=\"api\"}") >= 1.0
+    })
+    .await;
     let started = Instant::now();
     tokio::time::timeout(Duration::from_secs(5), app.stop())
         .await
@@ -127,19 +166,11 @@ async fn stop_does_not_wait_for_a_silent_connection() {
 async fn the_binary_exits_cleanly_on_sigterm_while_requests_flow() {
     let (_dir, path, secret) = seeded_database(30).await;
     let mut binary = serve_file(&path, &["--header-read-timeout", "2s"], "info");
-    let stop = Arc::new(AtomicBool::new(false));
-    let loops = hammer(
-        binary.url("/v1/projects?limit=30"),
-        &secret,
-        16,
-        stop.clone(),
-    );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let hammer = Hammer::start(binary.url("/v1/projects?limit=30"), &secret, 16);
+    hammer.until_answered(32).await;
 
     let (took, status, _stdout, stderr) = binary.stop_with("TERM").await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    stop.store(true, Ordering::Relaxed);
-    let tally = total(loops).await;
+    let tally = hammer.finish().await;
 
     assert!(status.success(), "exit {status:?}; stderr:\n{stderr}");
     assert!(took < Duration::from_secs(3), "exit took {took:?}");
@@ -218,22 +249,13 @@ async fn a_sigterm_right_after_the_serving_line_is_handled_gracefully() {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("sh starts");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while shell.try_wait().unwrap().is_none() {
-        if Instant::now() >= deadline {
-            let _ = shell.kill();
-            let _ = shell.wait();
-            panic!("the script did not finish");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut stdout = shell.stdout.take().expect("a stdout pipe");
+    let exit = Exit::of(shell);
+    exit.within_async(Duration::from_secs(20))
+        .await
+        .expect("the script finishes");
     let mut out = String::new();
-    shell
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
+    stdout.read_to_string(&mut out).unwrap();
     let exits: Vec<&str> = out.lines().collect();
     assert_eq!(exits.len(), 20, "{out}");
     let killed = exits.iter().filter(|e| **e != "exit=0").count();
@@ -246,10 +268,9 @@ async fn a_sigterm_right_after_the_serving_line_is_handled_gracefully() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn last_used_at_is_written_at_shutdown() {
     let (_dir, path, secret) = seeded_database(1).await;
+    // The flusher's first tick comes an interval after start: the only
+    // write can be the one at shutdown.
     let mut binary = serve_file(&path, &["--last-used-flush-interval", "1h"], "info");
-    // The flusher's first tick comes at once; let it pass, so that the next
-    // write can only be the one at shutdown.
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let response = crate::helpers::client_builder()
         .build()
         .unwrap()

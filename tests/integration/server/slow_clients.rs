@@ -31,6 +31,8 @@ async fn a_client_trickling_its_request_head_is_cut_off() {
             if writer.write_all(&[byte]).await.is_err() {
                 return;
             }
+            // The slowness is what is tested: a byte every 100 ms of
+            // real time, as the server's header timer counts it.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });

@@ -152,9 +152,10 @@ fn client_failing_mid_walk_leaves_no_broken_json() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = Guard(command.spawn().expect("the client starts"));
-    let mut stdout = child.0.stdout.take().expect("a stdout pipe");
-    let mut stderr = child.0.stderr.take().expect("a stderr pipe");
+    let mut child = command.spawn().expect("the client starts");
+    let mut stdout = child.stdout.take().expect("a stdout pipe");
+    let mut stderr = child.stderr.take().expect("a stderr pipe");
+    let exit = Exit::of(child);
     // The first page is out: the walk is under way. Stop the server.
     let mut first = [0u8; 1];
     stdout.read_exact(&mut first).expect("the first page");
@@ -170,14 +171,7 @@ fn client_failing_mid_walk_leaves_no_broken_json() {
         let _ = stderr.read_to_string(&mut text);
         text
     });
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(started.elapsed() < COMMAND_DEADLINE, "the client hangs");
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let status = exit.within(COMMAND_DEADLINE).expect("the client ends");
     let out = Out {
         status,
         stdout: format!("{}{}", first[0] as char, out_thread.join().unwrap()),
@@ -196,15 +190,5 @@ fn client_failing_mid_walk_leaves_no_broken_json() {
             "a failed walk left broken JSON on stdout: {:?}",
             &out.stdout[out.stdout.len().saturating_sub(200)..]
         );
-    }
-}
-
-/// A child process killed when dropped.
-struct Guard(std::process::Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
