@@ -33,7 +33,7 @@ pub enum AdminCommand {
     },
     /// API tokens.
     #[command(
-        after_help = "Example:\n  proxydeck admin token create --user USER_ID --name ci --expires-in 90d"
+        after_help = "Example:\n  proxydeck admin token create --user demo-user --name ci --expires-in 90d"
     )]
     Token {
         #[command(subcommand)]
@@ -95,7 +95,7 @@ pub enum UserCommand {
     List,
     /// Create a user belonging to one or more organizations.
     #[command(
-        after_help = "Example:\n  proxydeck admin user create --email ops@example.com --org 0190b7a4-9a6e-7c3e-8f00-1a2b3c4d5e6f"
+        after_help = "Example:\n  proxydeck admin user create --email ops@example.com --org 0190b7a4-0000-7000-8000-000000000001"
     )]
     Create {
         #[arg(long)]
@@ -112,16 +112,14 @@ pub enum UserCommand {
 #[derive(Subcommand, Debug)]
 pub enum TokenCommand {
     /// List a user's tokens, revoked ones included (never their secrets).
-    #[command(
-        after_help = "Example:\n  proxydeck admin token list --user 0190b7a4-9a6e-7c3e-8f00-1a2b3c4d5e6f"
-    )]
+    #[command(after_help = "Example:\n  proxydeck admin token list --user demo-user")]
     List {
         #[arg(long = "user", value_name = "USER_ID")]
         user_id: String,
     },
     /// Create an API token; its secret is printed this once and never again.
     #[command(
-        after_help = "Example:\n  proxydeck admin token create --user 0190b7a4-... --name ci --expires-in 90d --json"
+        after_help = "Example:\n  proxydeck admin token create --user demo-user --name ci --expires-in 90d --json"
     )]
     Create {
         #[arg(long = "user", value_name = "USER_ID")]
@@ -134,7 +132,7 @@ pub enum TokenCommand {
     },
     /// Revoke an API token: it stops authenticating (within the token cache delay of running servers).
     #[command(
-        after_help = "Example:\n  proxydeck admin token revoke 0190b7a4-9a6e-7c3e-8f00-1a2b3c4d5e6f"
+        after_help = "Example:\n  proxydeck admin token revoke TOKEN_ID   (the id `admin token list` shows)"
     )]
     Revoke {
         #[arg(value_name = "TOKEN_ID")]
@@ -145,7 +143,7 @@ pub enum TokenCommand {
 #[derive(Subcommand, Debug)]
 pub enum ProjectCommand {
     /// Remove a project from every listing.
-    #[command(after_help = "Example:\n  proxydeck admin project delete my-project")]
+    #[command(after_help = "Example:\n  proxydeck admin project delete initech-status")]
     Delete {
         #[arg(value_name = "PROJECT_ID")]
         project_id: String,

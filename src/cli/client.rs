@@ -72,7 +72,7 @@ enum Format {
 pub enum ProjectsCommand {
     /// List the projects of your organizations, newest first.
     #[command(
-        after_help = "Examples:\n  export PROXYDECK_URL=http://127.0.0.1:8080 PROXYDECK_TOKEN=pxd_...\n  proxydeck projects list\n  proxydeck projects list --organization-id 0190b7a4-9a6e-7c3e-8f00-1a2b3c4d5e6f --all --output ndjson"
+        after_help = "Examples:\n  export PROXYDECK_URL=http://127.0.0.1:8080 PROXYDECK_TOKEN=pxd_...\n  proxydeck projects list\n  proxydeck projects list --organization-id 0190b7a4-0000-7000-8000-000000000002 --all --output ndjson"
     )]
     List {
         /// Only this organization's projects.
@@ -89,7 +89,7 @@ pub enum ProjectsCommand {
 pub enum TokensCommand {
     /// List your own API tokens (never their secrets), newest first.
     #[command(
-        after_help = "Examples:\n  proxydeck tokens list\n  proxydeck tokens list --name ci --output json"
+        after_help = "Examples:\n  proxydeck tokens list\n  proxydeck tokens list --name demo --output json"
     )]
     List {
         /// Only tokens with exactly this name.
@@ -106,7 +106,7 @@ pub enum TokensCommand {
 pub enum ProxySettingsCommand {
     /// List a project's proxy settings revisions, newest first.
     #[command(
-        after_help = "Examples:\n  proxydeck proxy-settings list my-project\n  proxydeck proxy-settings list my-project --order-direction asc --all"
+        after_help = "Examples:\n  proxydeck proxy-settings list acme-shop\n  proxydeck proxy-settings list acme-shop --order-direction asc --all"
     )]
     List {
         #[arg(value_name = "PROJECT_ID")]

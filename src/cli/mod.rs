@@ -35,7 +35,7 @@ use duration::parse_duration;
     name = "proxydeck",
     version,
     about = "Serves the management listings of an edge proxy platform: projects, API tokens and proxy settings.",
-    after_help = "Examples:\n  proxydeck demo                      # demo data on ./proxydeck.db, served on 127.0.0.1:8080\n  proxydeck serve --listen 0.0.0.0:8080 --database sqlite:///var/lib/proxydeck/data.db\n  proxydeck --config /etc/proxydeck.toml config check\n  proxydeck admin token create --user USER_ID --name ci --expires-in 90d --json"
+    after_help = "Examples:\n  proxydeck demo                      # demo data on ./proxydeck.db, served on 127.0.0.1:8080\n  proxydeck serve --listen 0.0.0.0:8080 --database sqlite:///var/lib/proxydeck/data.db\n  proxydeck --config /etc/proxydeck.toml config check\n  proxydeck admin token create --user demo-user --name ci --expires-in 90d --json"
 )]
 pub struct Cli {
     /// Read settings from this TOML file too (keys: the long flags, such as

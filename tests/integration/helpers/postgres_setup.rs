@@ -40,7 +40,8 @@ pub fn postgres_base_url() -> Result<&'static str, &'static str> {
 
 /// A throwaway cluster for every test process of every run, made the first
 /// time and started when needed, under a lock file. It is left running for
-/// the next run; `pg_ctl -D target/tmp/postgres-cluster/data stop` stops it.
+/// the next run; `pg_ctl -D target/tmp/postgres-cluster/data stop` stops it
+/// (as root: `runuser -u postgres -- pg_ctl ...`).
 fn shared_cluster() -> Result<String, String> {
     use crate::postgres_cluster::Cluster;
     const PORT: u16 = 54329;
