@@ -28,10 +28,7 @@ impl TestApp {
         options: ServiceOptions,
         store_options: StoreOptions,
     ) -> Self {
-        let store_options = StoreOptions {
-            clock: options.clock.clone(),
-            ..store_options
-        };
+        let store_options = on_the_clock_of(&options, store_options);
         let data = Arc::new(TestStore::with_options(backend, store_options).await);
         Self::serve(data.store.clone(), data, options).await
     }
@@ -61,10 +58,7 @@ impl TestApp {
         options: ServiceOptions,
         store_options: StoreOptions,
     ) -> Self {
-        let store_options = StoreOptions {
-            clock: options.clock.clone(),
-            ..store_options
-        };
+        let store_options = on_the_clock_of(&options, store_options);
         let store = store::open(&self.data.url, &store_options)
             .await
             .expect("the store opens again");
@@ -194,5 +188,13 @@ impl Drop for TestApp {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
+    }
+}
+
+/// `store` on the service's clock: a store the app opens moves with it.
+fn on_the_clock_of(service: &ServiceOptions, store: StoreOptions) -> StoreOptions {
+    StoreOptions {
+        clock: service.clock.clone(),
+        ..store
     }
 }

@@ -189,14 +189,7 @@ async fn the_binary_exits_cleanly_on_sigterm_and_sigint() {
     for signal in ["TERM", "INT"] {
         let (_dir, path, secret) = seeded_database(1).await;
         let mut binary = serve_file(&path, &[], "info");
-        let response = crate::helpers::client_builder()
-            .build()
-            .unwrap()
-            .get(binary.url("/v1/projects"))
-            .bearer_auth(&secret)
-            .send()
-            .await
-            .unwrap();
+        let response = binary.get_raw("/v1/projects", &secret).await;
         assert_eq!(response.status(), 200);
         drop(response);
 
@@ -271,14 +264,7 @@ async fn last_used_at_is_written_at_shutdown() {
     // The flusher's first tick comes an interval after start: the only
     // write can be the one at shutdown.
     let mut binary = serve_file(&path, &["--last-used-flush-interval", "1h"], "info");
-    let response = crate::helpers::client_builder()
-        .build()
-        .unwrap()
-        .get(binary.url("/v1/projects"))
-        .bearer_auth(&secret)
-        .send()
-        .await
-        .unwrap();
+    let response = binary.get_raw("/v1/projects", &secret).await;
     assert_eq!(response.status(), 200);
 
     let before = tokens_of_u1(&path).await;
