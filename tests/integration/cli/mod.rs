@@ -14,6 +14,7 @@ use crate::helpers::*;
 mod commands;
 mod directory;
 mod import;
+mod readme;
 mod serve_and_demo;
 mod tokens;
 
