@@ -171,7 +171,7 @@ impl Source {
 /// Parses `argv` with the settings of the `--config` file, if any, in place.
 pub(super) fn parse(argv: &[OsString]) -> Result<Parsed, Failure> {
     let command = without_empty_environment(Cli::command());
-    let given = command.clone().try_get_matches_from(argv)?;
+    let given = client_help(command.clone()).try_get_matches_from(argv)?;
     let running = subcommand_path(&given);
     let (matches, from_file) = match given.get_one::<PathBuf>("config") {
         None => (given, Vec::new()),
@@ -182,7 +182,7 @@ pub(super) fn parse(argv: &[OsString]) -> Result<Parsed, Failure> {
             for value in &values {
                 with_file = set_default(with_file, value, &running);
             }
-            let matches = with_file.try_get_matches_from(argv)?;
+            let matches = client_help(with_file).try_get_matches_from(argv)?;
             (matches, values.into_iter().map(|value| value.id).collect())
         }
     };
@@ -217,6 +217,31 @@ fn without_empty_environment(command: Command) -> Command {
         .collect();
     subcommands.iter().fold(command, |at, name| {
         at.mut_subcommand(name, without_empty_environment)
+    })
+}
+
+/// The commands of the terminal client, which talk to a running proxydeck
+/// over HTTP.
+pub(super) const CLIENT_COMMANDS: [&str; 6] =
+    ["projects", "tokens", "proxy-settings", "login", "logout", "auth"];
+
+/// `command` with the server's global flags (`--database`, `--log-format`,
+/// `--config`...) hidden from the client commands' help: they are still
+/// taken (`cli.md`: every command takes `--database`), but say nothing to
+/// a client. Each client command gets a hidden copy of each, which clap
+/// passes down to its subcommands instead of the shown original. Made
+/// last, after the file's values became the flags' defaults, so that the
+/// copies carry them.
+fn client_help(command: Command) -> Command {
+    let hidden: Vec<Arg> = command
+        .get_arguments()
+        .filter(|arg| arg.is_global_set() && arg.get_id() != "json")
+        .map(|arg| arg.clone().hide(true))
+        .collect();
+    CLIENT_COMMANDS.iter().fold(command, |at, name| {
+        at.mut_subcommand(name, |client| {
+            hidden.iter().cloned().fold(client, Command::arg)
+        })
     })
 }
 
