@@ -90,6 +90,13 @@ pub(super) struct Effective {
 #[error("{0}")]
 pub(super) struct BadSetting(String);
 
+impl BadSetting {
+    /// A setting missing or wrong, as `message` says.
+    pub(super) fn error(message: impl Into<String>) -> anyhow::Error {
+        Self(message.into()).into()
+    }
+}
+
 impl Effective {
     /// What to warn of for each password given on the command line, where
     /// every user of the machine can read it in the process list.

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Output;
+use super::config::BadSetting;
 use super::client::{ApiClient, Connection, Refused};
 use crate::domain::pagination::MAX_LIMIT;
 use crate::domain::token;
@@ -197,14 +198,19 @@ fn resolve_with_sources(connection: &Connection) -> anyhow::Result<Resolved> {
         (None, Some(saved)) if same_url(&saved.url, &url) => {
             (saved.token.clone(), Source::Profile)
         }
-        (None, Some(saved)) => bail!(
-            "no API token for {url}: the profile {profile:?} is for {}; set PROXYDECK_TOKEN, \
-             pass --token, or run `proxydeck login --url {url}`",
-            saved.url
-        ),
-        (None, None) => bail!(
-            "no API token: set PROXYDECK_TOKEN, pass --token, or run `proxydeck login`"
-        ),
+        // A usage error, as clap's for a missing flag.
+        (None, Some(saved)) => {
+            return Err(BadSetting::error(format!(
+                "no API token for {url}: the profile {profile:?} is for {}; set \
+                 PROXYDECK_TOKEN, pass --token, or run `proxydeck login --url {url}`",
+                saved.url
+            )));
+        }
+        (None, None) => {
+            return Err(BadSetting::error(
+                "no API token: set PROXYDECK_TOKEN, pass --token, or run `proxydeck login`",
+            ));
+        }
     };
     Ok(Resolved {
         target: Target { url, token },

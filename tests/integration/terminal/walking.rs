@@ -177,10 +177,10 @@ async fn client_all_walks_every_page_once_in_order() {
     // 250 visible projects plus the big one: three pages of 100.
     let walked = world.walk("/v1/projects?limit=100").await;
     assert_eq!(walked.len(), PROJECTS + 1);
-    for format in ["json", "ndjson"] {
-        let out = world.run(&["projects", "list", "--all", "-o", format]);
+    for format in [&["--json"][..], &["-o", "ndjson"]] {
+        let out = world.run(&with(&["projects", "list", "--all"], format));
         assert!(out.status.success() && out.stderr.is_empty(), "{out:#?}");
-        let items: Vec<Value> = if format == "json" {
+        let items: Vec<Value> = if format == ["--json"] {
             one_json_document(&out.stdout).as_array().unwrap().clone()
         } else {
             out.stdout
@@ -188,7 +188,7 @@ async fn client_all_walks_every_page_once_in_order() {
                 .map(|l| serde_json::from_str(l).unwrap())
                 .collect()
         };
-        assert_eq!(items, walked, "projects --all -o {format}");
+        assert_eq!(items, walked, "projects --all {format:?}");
     }
     let ascending = world
         .walk("/v1/projects?limit=100&order_direction=ASC")
@@ -247,8 +247,7 @@ async fn client_all_walks_every_page_once_in_order() {
         "--all",
         "--order-direction",
         "asc",
-        "-o",
-        "json",
+        "--json",
     ]);
     let mut reversed = revisions.clone();
     reversed.reverse();
