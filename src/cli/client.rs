@@ -277,7 +277,11 @@ impl Shape {
                     Format::Table => "table",
                     _ => "ndjson",
                 };
-                let flag = if self.json.is_some() { "--json" } else { "--jq" };
+                let flag = if self.json.is_some() {
+                    "--json"
+                } else {
+                    "--jq"
+                };
                 bail!("{flag} prints one JSON document: it cannot go with --output {name}")
             }
             Some(Format::Table) => Ok(Printing::Table),
@@ -578,11 +582,7 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     if let Ok(seconds) = text.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
-    let at = OffsetDateTime::parse(
-        text,
-        &time::format_description::well_known::Rfc2822,
-    )
-    .ok()?;
+    let at = OffsetDateTime::parse(text, &time::format_description::well_known::Rfc2822).ok()?;
     let left = at - OffsetDateTime::now_utc();
     Some(left.try_into().unwrap_or(Duration::ZERO))
 }

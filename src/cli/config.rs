@@ -229,8 +229,14 @@ fn without_empty_environment(command: Command) -> Command {
 
 /// The commands of the terminal client, which talk to a running proxydeck
 /// over HTTP.
-pub(super) const CLIENT_COMMANDS: [&str; 6] =
-    ["projects", "tokens", "proxy-settings", "login", "logout", "auth"];
+pub(super) const CLIENT_COMMANDS: [&str; 6] = [
+    "projects",
+    "tokens",
+    "proxy-settings",
+    "login",
+    "logout",
+    "auth",
+];
 
 /// `command` with the server's global flags (`--database`, `--log-format`,
 /// `--config`...) hidden from the client commands' help: they are still
@@ -568,6 +574,28 @@ mod tests {
         for arg in settings(&command) {
             assert!(arg.get_env().is_some(), "{:?}", arg.get_id());
         }
+    }
+
+    /// `--help` says what each flag and argument is for, in every command.
+    #[test]
+    fn every_flag_and_argument_has_a_help_line() {
+        fn silent(command: &Command, path: &str, found: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                let said = arg
+                    .get_help()
+                    .is_some_and(|help| !help.to_string().trim().is_empty());
+                if !said && !["help", "version"].contains(&id) {
+                    found.push(format!("{path}: {id}"));
+                }
+            }
+            for inner in command.get_subcommands() {
+                silent(inner, &format!("{path} {}", inner.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        silent(&Cli::command(), "proxydeck", &mut found);
+        assert!(found.is_empty(), "no help line: {found:#?}");
     }
 
     #[test]

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Output;
-use super::config::BadSetting;
 use super::client::{ApiClient, Connection, Refused};
+use super::config::BadSetting;
 use crate::domain::pagination::MAX_LIMIT;
 use crate::domain::token;
 
@@ -48,7 +48,10 @@ fn parse_profile_name(text: &str) -> Result<String, String> {
     if fits {
         Ok(text.to_owned())
     } else {
-        Err("a profile name is up to 64 letters, digits, '-', '_' and '.', not starting with '.'".into())
+        Err(
+            "a profile name is up to 64 letters, digits, '-', '_' and '.', not starting with '.'"
+                .into(),
+        )
     }
 }
 
@@ -117,8 +120,9 @@ struct Resolved {
 /// The folder of the profiles.
 fn folder() -> anyhow::Result<PathBuf> {
     use etcetera::BaseStrategy as _;
-    let base = etcetera::choose_base_strategy()
-        .map_err(|_| anyhow!("cannot find your configuration folder: set HOME or XDG_CONFIG_HOME"))?;
+    let base = etcetera::choose_base_strategy().map_err(|_| {
+        anyhow!("cannot find your configuration folder: set HOME or XDG_CONFIG_HOME")
+    })?;
     Ok(base.config_dir().join("proxydeck").join("profiles"))
 }
 
@@ -195,9 +199,7 @@ fn resolve_with_sources(connection: &Connection) -> anyhow::Result<Resolved> {
     };
     let (token, token_from) = match (&connection.token, &saved) {
         (Some(token), _) => (token.clone(), source_of(token, "PROXYDECK_TOKEN")),
-        (None, Some(saved)) if same_url(&saved.url, &url) => {
-            (saved.token.clone(), Source::Profile)
-        }
+        (None, Some(saved)) if same_url(&saved.url, &url) => (saved.token.clone(), Source::Profile),
         // A usage error, as clap's for a missing flag.
         (None, Some(saved)) => {
             return Err(BadSetting::error(format!(
@@ -271,7 +273,10 @@ pub async fn login(args: LoginArgs, out: &Output) -> anyhow::Result<()> {
     let target = Target { url, token };
     // One request: does the token open the API?
     ApiClient::new(&target)?
-        .page(&["v1".into(), "api_tokens".into()], &[("limit", "1".into())])
+        .page(
+            &["v1".into(), "api_tokens".into()],
+            &[("limit", "1".into())],
+        )
         .await
         .map_err(|error| refused(error, &target.url, "this token"))?;
     let Target { url, token } = target;
@@ -300,7 +305,10 @@ pub fn logout(args: LogoutArgs, out: &Output) -> anyhow::Result<()> {
     let profile = args.profile.profile;
     let file = file_of(&profile)?;
     let Some(saved) = load(&file)? else {
-        bail!("no profile {profile:?} to log out of ({} does not exist)", file.display());
+        bail!(
+            "no profile {profile:?} to log out of ({} does not exist)",
+            file.display()
+        );
     };
     std::fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
     out.print(

@@ -280,8 +280,14 @@ mod tests {
              id-22  short      2026-01-06 10:00"
         );
         // Then CREATED goes, and the name has room again.
-        assert_eq!(fitted(30), "ID     NAME\nid-1   a rather long name\nid-22  short");
-        assert_eq!(fitted(20), "ID     NAME\nid-1   a rather lon…\nid-22  short");
+        assert_eq!(
+            fitted(30),
+            "ID     NAME\nid-1   a rather long name\nid-22  short"
+        );
+        assert_eq!(
+            fitted(20),
+            "ID     NAME\nid-1   a rather lon…\nid-22  short"
+        );
         // Too narrow for what must stay: lines are cut, never wrapped.
         assert_eq!(fitted(10), "ID     NA…\nid-1   a …\nid-22  sh…");
     }

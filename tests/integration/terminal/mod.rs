@@ -139,7 +139,11 @@ fn on_terminal(cwd: &Path, args: &[&str], env: &[(&str, &str)], columns: u16) ->
         .join(" ");
     let mut script = Command::new("/usr/bin/script");
     script
-        .args(["-qfec", &format!("stty cols {columns} rows 50; exec {line}"), "/dev/null"])
+        .args([
+            "-qfec",
+            &format!("stty cols {columns} rows 50; exec {line}"),
+            "/dev/null",
+        ])
         .current_dir(cwd)
         .env("TERM", "xterm");
     for (key, value) in proxydeck(cwd).get_envs() {

@@ -133,7 +133,10 @@ async fn client_output_formats_show_what_the_api_answers() {
         Vec::<Value>::new()
     );
     assert_eq!(world.items(&empty), Vec::<Value>::new());
-    assert_eq!(world.items(&with(&empty, &["--json", "revision"])), Vec::<Value>::new());
+    assert_eq!(
+        world.items(&with(&empty, &["--json", "revision"])),
+        Vec::<Value>::new()
+    );
     let out = world.run(&with(&empty, &["-o", "ndjson"]));
     assert!(out.status.success() && out.stdout.is_empty(), "{out:#?}");
     let out = world.run(&with(&empty, &["-o", "table"]));
@@ -141,7 +144,10 @@ async fn client_output_formats_show_what_the_api_answers() {
     assert_eq!(out.stdout, "");
     assert_eq!(out.stderr, "no proxy settings revisions\n");
     let out = world.run(&["tokens", "list", "--name", "no-such-name", "-o", "table"]);
-    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", "no API tokens\n"));
+    assert_eq!(
+        (out.stdout.as_str(), out.stderr.as_str()),
+        ("", "no API tokens\n")
+    );
 }
 
 /// `cli.md`: "Commands that print a result accept `--json` and then print
@@ -192,7 +198,12 @@ async fn client_table_hints_the_next_page_json_does_not() {
         next
     );
     // json and ndjson: no hint.
-    for format in [&["--json"][..], &["--json", "id"], &["--jq", "length"], &["-o", "ndjson"]] {
+    for format in [
+        &["--json"][..],
+        &["--json", "id"],
+        &["--jq", "length"],
+        &["-o", "ndjson"],
+    ] {
         let out = world.run(&with(&["projects", "list"], format));
         assert_eq!(hint(&out), None, "{format:?}");
     }
@@ -250,13 +261,19 @@ async fn client_prints_a_table_on_a_terminal() {
         "{hint:?}"
     );
     assert!(!out.stdout.contains('\x1b'), "a table is not coloured");
-    assert!(out.stdout.lines().all(|line| line.chars().count() <= 80), "{out:#?}");
+    assert!(
+        out.stdout.lines().all(|line| line.chars().count() <= 80),
+        "{out:#?}"
+    );
     // 60 columns: the organization's id goes, the rest stays whole.
     let out = world.on_terminal(&["projects", "list", "--limit", "3"], &[], 60);
     let (tabled, _) = out.stdout.split_once("more may follow").unwrap();
     let rows = table(tabled.trim_end(), &["ID", "SLUG", "TYPE", "CREATED (UTC)"]);
     assert_eq!(column(&rows, 0), ids_of(&page));
-    assert!(tabled.lines().all(|line| line.chars().count() <= 60), "{tabled}");
+    assert!(
+        tabled.lines().all(|line| line.chars().count() <= 60),
+        "{tabled}"
+    );
 }
 
 /// Tables fit the terminal's width, or COLUMNS when piped: the least
@@ -295,7 +312,12 @@ async fn client_tables_fit_the_width() {
         piped(Some("80")),
         world.on_terminal(&["tokens", "list", "--limit", "5", "-o", "table"], &[], 80),
     ] {
-        let text = out.stdout.split("more may follow").next().unwrap().trim_end();
+        let text = out
+            .stdout
+            .split("more may follow")
+            .next()
+            .unwrap()
+            .trim_end();
         assert!(widest(text) <= 80, "{text}");
         let rows = table(text, &["ID", "NAME", "EXPIRES (UTC)"]);
         assert_eq!(column(&rows, 0), ids_of(&data), "ids are never cut");
@@ -331,7 +353,12 @@ async fn client_json_fields_and_jq() {
             .map(|item| {
                 let picked: serde_json::Map<String, Value> = fields
                     .iter()
-                    .map(|f| ((*f).to_owned(), item.get(*f).cloned().unwrap_or(Value::Null)))
+                    .map(|f| {
+                        (
+                            (*f).to_owned(),
+                            item.get(*f).cloned().unwrap_or(Value::Null),
+                        )
+                    })
                     .collect();
                 Value::Object(picked)
             })
@@ -347,11 +374,25 @@ async fn client_json_fields_and_jq() {
     assert_eq!(lines.len(), 9, "{out:#?}");
     assert!(lines[1].starts_with("{\"slug\":"), "{lines:?}");
     // --json before the command still means every field.
-    assert_eq!(world.items(&["--json", "projects", "list", "--limit", "7"]), data);
+    assert_eq!(
+        world.items(&["--json", "projects", "list", "--limit", "7"]),
+        data
+    );
     // A field an object lacks is null.
-    let tokens = world.items(&["tokens", "list", "--limit", "3", "--json", "name,last_used_at"]);
+    let tokens = world.items(&[
+        "tokens",
+        "list",
+        "--limit",
+        "3",
+        "--json",
+        "name,last_used_at",
+    ]);
     assert_eq!(tokens.len(), 3);
-    assert!(tokens.iter().all(|t| t["last_used_at"].is_null() && t["name"].is_string()));
+    assert!(
+        tokens
+            .iter()
+            .all(|t| t["last_used_at"].is_null() && t["name"].is_string())
+    );
     // An unknown field: one line naming the valid ones.
     let line = world
         .run(&["projects", "list", "--json", "id,slgu"])
@@ -366,20 +407,37 @@ async fn client_json_fields_and_jq() {
     assert!(out.status.success() && out.stderr.is_empty(), "{out:#?}");
     assert_eq!(out.stdout.lines().collect::<Vec<_>>(), ids_of(&data));
     let out = world.run(&[
-        "projects", "list", "--limit", "7", "--json", "id,slug", "--jq", "map(.slug)",
+        "projects",
+        "list",
+        "--limit",
+        "7",
+        "--json",
+        "id,slug",
+        "--jq",
+        "map(.slug)",
     ]);
-    assert_eq!(one_json_document(&out.stdout), json!(column_of(&data, "slug")));
+    assert_eq!(
+        one_json_document(&out.stdout),
+        json!(column_of(&data, "slug"))
+    );
     let out = world.run(&["projects", "list", "--all", "--jq", "length"]);
     assert_eq!(out.stdout, format!("{}\n", PROJECTS + 1));
     let out = world.run(&[
-        "proxy-settings", "list", BIG, "--all", "--jq", ".[] | select(.is_active) | .revision",
+        "proxy-settings",
+        "list",
+        BIG,
+        "--all",
+        "--jq",
+        ".[] | select(.is_active) | .revision",
     ]);
     assert_eq!(out.stdout, format!("{REVISIONS}\n"));
     // A program jaq cannot compile: one line, before any request.
     let mut command = world.bare(&["projects", "list", "--jq", ".[", "--token", "pxd_x"]);
     command.args(["--url", "http://127.0.0.1:9"]);
     finish(command, None).error(&["--jq", "expected"]);
-    world.run(&["projects", "list", "--jq", "env"]).error(&["--jq", "env"]);
+    world
+        .run(&["projects", "list", "--jq", "env"])
+        .error(&["--jq", "env"]);
     // --jq prints JSON: not with a table.
     world
         .run(&["projects", "list", "--jq", ".", "-o", "table"])
@@ -387,7 +445,10 @@ async fn client_json_fields_and_jq() {
 }
 
 fn column_of<'a>(items: &'a [Value], field: &str) -> Vec<&'a str> {
-    items.iter().map(|item| item[field].as_str().unwrap()).collect()
+    items
+        .iter()
+        .map(|item| item[field].as_str().unwrap())
+        .collect()
 }
 
 /// JSON on a terminal is indented and coloured as jq colours it; never
@@ -412,10 +473,15 @@ async fn client_colours_only_a_terminal_and_never_with_no_color() {
     let coloured = world.on_terminal(&args, &[], 100);
     assert!(coloured.status.success(), "{coloured:#?}");
     assert!(
-        coloured.stdout.contains(&format!("\x1b[32m{}\x1b[0m", data[0]["slug"])),
+        coloured
+            .stdout
+            .contains(&format!("\x1b[32m{}\x1b[0m", data[0]["slug"])),
         "{coloured:#?}"
     );
-    assert!(coloured.stdout.contains("\x1b[1;34m\"id\"\x1b[0m"), "{coloured:#?}");
+    assert!(
+        coloured.stdout.contains("\x1b[1;34m\"id\"\x1b[0m"),
+        "{coloured:#?}"
+    );
     assert_eq!(without_escapes(&coloured.stdout), indented);
     for no_color in [&[("NO_COLOR", "1")][..], &[("NO_COLOR", "no")]] {
         let out = world.on_terminal(&args, no_color, 100);
@@ -425,10 +491,18 @@ async fn client_colours_only_a_terminal_and_never_with_no_color() {
     assert_eq!(out.stdout, coloured.stdout);
     // Piped: compact, no colour.
     let out = world.run(&args);
-    assert!(!out.stdout.contains('\x1b') && out.stdout.lines().count() == 4, "{out:#?}");
+    assert!(
+        !out.stdout.contains('\x1b') && out.stdout.lines().count() == 4,
+        "{out:#?}"
+    );
 
     // Logs: a warning on a terminal, coloured unless NO_COLOR; piped, plain.
-    let warned = ["config", "check", "--database", "postgres://app:hunter2@127.0.0.1/x"];
+    let warned = [
+        "config",
+        "check",
+        "--database",
+        "postgres://app:hunter2@127.0.0.1/x",
+    ];
     let out = on_terminal(world.cwd.path(), &warned, &[], 200);
     let warning = out
         .stdout
@@ -437,11 +511,17 @@ async fn client_colours_only_a_terminal_and_never_with_no_color() {
         .unwrap_or_else(|| panic!("no warning: {out:#?}"));
     assert!(warning.contains('\x1b'), "{warning:?}");
     let out = on_terminal(world.cwd.path(), &warned, &[("NO_COLOR", "1")], 200);
-    assert!(out.stdout.contains("WARN") && !out.stdout.contains('\x1b'), "{out:#?}");
+    assert!(
+        out.stdout.contains("WARN") && !out.stdout.contains('\x1b'),
+        "{out:#?}"
+    );
     let mut command = proxydeck(world.cwd.path());
     command.args(warned);
     let out = finish(command, None);
-    assert!(out.stderr.contains("WARN") && !out.stderr.contains('\x1b'), "{out:#?}");
+    assert!(
+        out.stderr.contains("WARN") && !out.stderr.contains('\x1b'),
+        "{out:#?}"
+    );
     assert!(!out.stderr.contains("hunter2") && !out.stdout.contains("hunter2"));
 }
 
