@@ -169,14 +169,14 @@ impl Kind {
         // The API gives organizations by id only (no name).
         const PROJECTS: [Column; 5] = [
             Column::kept("ID"),
-            Column::cut("SLUG", 12),
+            Column::cut("SLUG", 20),
             Column::dropped("TYPE", 2),
             Column::dropped("ORGANIZATION ID", 1),
             Column::dropped("CREATED (UTC)", 3),
         ];
         const TOKENS: [Column; 6] = [
             Column::kept("ID"),
-            Column::cut("NAME", 12),
+            Column::cut("NAME", 20),
             Column::dropped("TOKEN", 2),
             Column::dropped("LAST USED (UTC)", 3),
             Column::dropped("EXPIRES (UTC)", 4),
@@ -187,7 +187,7 @@ impl Kind {
             Column::kept("ACTIVE"),
             Column::dropped("BACKENDS", 2),
             Column::dropped("ROUTES", 1),
-            Column::cut("DESCRIPTION", 12),
+            Column::cut("DESCRIPTION", 20),
         ];
         match self {
             Self::Projects => &PROJECTS,
