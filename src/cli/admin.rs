@@ -80,6 +80,7 @@ pub enum OrgCommand {
     /// Create an organization.
     #[command(after_help = "Example:\n  proxydeck admin org create --name \"Acme Corp\"")]
     Create {
+        /// The organization's name.
         #[arg(long)]
         name: String,
         /// A UUID; a new UUIDv7 when omitted.
@@ -98,6 +99,7 @@ pub enum UserCommand {
         after_help = "Example:\n  proxydeck admin user create --email ops@example.com --org 0190b7a4-0000-7000-8000-000000000001"
     )]
     Create {
+        /// The user's email address.
         #[arg(long)]
         email: String,
         /// An organization id; repeat for several.
@@ -114,6 +116,7 @@ pub enum TokenCommand {
     /// List a user's tokens, revoked ones included (never their secrets).
     #[command(after_help = "Example:\n  proxydeck admin token list --user demo-user")]
     List {
+        /// The user whose tokens to list.
         #[arg(long = "user", value_name = "USER_ID")]
         user_id: String,
     },
@@ -122,8 +125,10 @@ pub enum TokenCommand {
         after_help = "Example:\n  proxydeck admin token create --user demo-user --name ci --expires-in 90d --json"
     )]
     Create {
+        /// The user the token authenticates.
         #[arg(long = "user", value_name = "USER_ID")]
         user_id: String,
+        /// The token's name (names need not be unique).
         #[arg(long)]
         name: String,
         /// Lifetime such as 90d, 12h, 30m or 45s; the token never expires when omitted.
@@ -135,6 +140,7 @@ pub enum TokenCommand {
         after_help = "Example:\n  proxydeck admin token revoke TOKEN_ID   (the id `admin token list` shows)"
     )]
     Revoke {
+        /// The token's id (as `admin token list` shows it).
         #[arg(value_name = "TOKEN_ID")]
         token_id: String,
     },
@@ -145,6 +151,7 @@ pub enum ProjectCommand {
     /// Remove a project from every listing.
     #[command(after_help = "Example:\n  proxydeck admin project delete initech-status")]
     Delete {
+        /// The project's id.
         #[arg(value_name = "PROJECT_ID")]
         project_id: String,
     },

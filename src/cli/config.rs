@@ -90,6 +90,13 @@ pub(super) struct Effective {
 #[error("{0}")]
 pub(super) struct BadSetting(String);
 
+impl BadSetting {
+    /// A setting missing or wrong, as `message` says.
+    pub(super) fn error(message: impl Into<String>) -> anyhow::Error {
+        Self(message.into()).into()
+    }
+}
+
 impl Effective {
     /// What to warn of for each password given on the command line, where
     /// every user of the machine can read it in the process list.
@@ -171,7 +178,7 @@ impl Source {
 /// Parses `argv` with the settings of the `--config` file, if any, in place.
 pub(super) fn parse(argv: &[OsString]) -> Result<Parsed, Failure> {
     let command = without_empty_environment(Cli::command());
-    let given = command.clone().try_get_matches_from(argv)?;
+    let given = client_help(command.clone()).try_get_matches_from(argv)?;
     let running = subcommand_path(&given);
     let (matches, from_file) = match given.get_one::<PathBuf>("config") {
         None => (given, Vec::new()),
@@ -182,7 +189,7 @@ pub(super) fn parse(argv: &[OsString]) -> Result<Parsed, Failure> {
             for value in &values {
                 with_file = set_default(with_file, value, &running);
             }
-            let matches = with_file.try_get_matches_from(argv)?;
+            let matches = client_help(with_file).try_get_matches_from(argv)?;
             (matches, values.into_iter().map(|value| value.id).collect())
         }
     };
@@ -217,6 +224,37 @@ fn without_empty_environment(command: Command) -> Command {
         .collect();
     subcommands.iter().fold(command, |at, name| {
         at.mut_subcommand(name, without_empty_environment)
+    })
+}
+
+/// The commands of the terminal client, which talk to a running proxydeck
+/// over HTTP.
+pub(super) const CLIENT_COMMANDS: [&str; 6] = [
+    "projects",
+    "tokens",
+    "proxy-settings",
+    "login",
+    "logout",
+    "auth",
+];
+
+/// `command` with the server's global flags (`--database`, `--log-format`,
+/// `--config`...) hidden from the client commands' help: they are still
+/// taken (`cli.md`: every command takes `--database`), but say nothing to
+/// a client. Each client command gets a hidden copy of each, which clap
+/// passes down to its subcommands instead of the shown original. Made
+/// last, after the file's values became the flags' defaults, so that the
+/// copies carry them.
+fn client_help(command: Command) -> Command {
+    let hidden: Vec<Arg> = command
+        .get_arguments()
+        .filter(|arg| arg.is_global_set() && arg.get_id() != "json")
+        .map(|arg| arg.clone().hide(true))
+        .collect();
+    CLIENT_COMMANDS.iter().fold(command, |at, name| {
+        at.mut_subcommand(name, |client| {
+            hidden.iter().cloned().fold(client, Command::arg)
+        })
     })
 }
 
@@ -536,6 +574,28 @@ mod tests {
         for arg in settings(&command) {
             assert!(arg.get_env().is_some(), "{:?}", arg.get_id());
         }
+    }
+
+    /// `--help` says what each flag and argument is for, in every command.
+    #[test]
+    fn every_flag_and_argument_has_a_help_line() {
+        fn silent(command: &Command, path: &str, found: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                let said = arg
+                    .get_help()
+                    .is_some_and(|help| !help.to_string().trim().is_empty());
+                if !said && !["help", "version"].contains(&id) {
+                    found.push(format!("{path}: {id}"));
+                }
+            }
+            for inner in command.get_subcommands() {
+                silent(inner, &format!("{path} {}", inner.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        silent(&Cli::command(), "proxydeck", &mut found);
+        assert!(found.is_empty(), "no help line: {found:#?}");
     }
 
     #[test]

@@ -6,6 +6,8 @@ mod client;
 mod config;
 mod demo;
 mod duration;
+mod output;
+mod profile;
 mod progress;
 mod table;
 mod transfer;
@@ -65,8 +67,11 @@ pub struct Cli {
     database_password_file: Option<PathBuf>,
 
     /// Print the result as exactly one JSON document on stdout.
-    #[arg(long, global = true)]
-    json: bool,
+    // A value that is always "": the client's listings take `--json
+    // [FIELDS]` under the same id, and a global flag's value is shared
+    // with them (so `proxydeck --json projects list` works too).
+    #[arg(long, global = true, num_args = 0, default_missing_value = "")]
+    json: Option<String>,
 
     /// Log lines on stderr as human text or as one JSON object per line.
     #[arg(long, global = true, env = "PROXYDECK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
@@ -121,6 +126,20 @@ enum Command {
     ProxySettings {
         #[command(subcommand)]
         command: client::ProxySettingsCommand,
+    },
+    /// Check an API token and keep it, with the API's URL, for the client
+    /// commands (a profile in your configuration folder).
+    #[command(
+        after_help = "Examples:\n  proxydeck login --url http://127.0.0.1:8080   # asks for the token\n  proxydeck login --profile staging --url https://proxydeck.example < token.txt"
+    )]
+    Login(profile::LoginArgs),
+    /// Forget the URL and token `proxydeck login` kept.
+    #[command(after_help = "Example:\n  proxydeck logout --profile staging")]
+    Logout(profile::LogoutArgs),
+    /// Which URL and API token the client commands use, and whose it is.
+    Auth {
+        #[command(subcommand)]
+        command: profile::AuthCommand,
     },
     /// Administer organizations, users, tokens and data.
     #[command(after_help = "Example:\n  proxydeck admin org create --name \"Acme Corp\" --json")]
@@ -470,7 +489,9 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
             }
             (database, None) => database,
         };
-    let out = Output { json: cli.json };
+    let out = Output {
+        json: cli.json.is_some(),
+    };
     let store_options = StoreOptions {
         pool_size: cli.store.db_pool_size,
         timeout: cli.store.db_timeout,
@@ -506,13 +527,14 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
             let store = store::open(&database, &store_options).await?;
             admin::run(command, store, &out).await
         }
-        Command::Projects { command } => {
-            client::run(client::Listing::Projects(command), &out).await
-        }
-        Command::Tokens { command } => client::run(client::Listing::Tokens(command), &out).await,
+        Command::Projects { command } => client::run(client::Listing::Projects(command)).await,
+        Command::Tokens { command } => client::run(client::Listing::Tokens(command)).await,
         Command::ProxySettings { command } => {
-            client::run(client::Listing::ProxySettings(command), &out).await
+            client::run(client::Listing::ProxySettings(command)).await
         }
+        Command::Login(args) => profile::login(args, &out).await,
+        Command::Logout(args) => profile::logout(args, &out),
+        Command::Auth { command } => profile::status(command, &out).await,
         // What serve checks before it opens the store, and nothing more.
         Command::Config {
             command: config::ConfigCommand::Check(args),

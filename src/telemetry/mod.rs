@@ -110,7 +110,7 @@ impl Logging {
             .with_writer(writer);
         let installed = match self.format {
             LogFormat::Text => builder
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                .with_ansi(colour(std::io::IsTerminal::is_terminal(&std::io::stderr())))
                 .try_init(),
             LogFormat::Json => builder
                 .json()
@@ -122,6 +122,13 @@ impl Logging {
         installed.map_err(|error| format!("cannot set up logging: {error}"))?;
         Ok(LogGuard { _writer: guard })
     }
+}
+
+/// Whether to colour what goes to a stream: only when it is a terminal,
+/// and never when `NO_COLOR` is set to anything but the empty string
+/// (no-color.org). Logs and the terminal client's output alike.
+pub fn colour(is_terminal: bool) -> bool {
+    is_terminal && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
 }
 
 /// Text logging at `default_filter` (or `RUST_LOG`) as a server logs, for

@@ -103,7 +103,8 @@ pub(crate) fn one_json_document(text: &str) -> Value {
 }
 
 /// The binary, run in `cwd`, with none of our own environment that could
-/// change what it does.
+/// change what it does; its configuration folder (where `proxydeck login`
+/// keeps profiles) is `cwd/.config`, not the user's.
 pub(crate) fn proxydeck(cwd: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_proxydeck"));
     command.current_dir(cwd);
@@ -112,7 +113,22 @@ pub(crate) fn proxydeck(cwd: &Path) -> Command {
             command.env_remove(&key);
         }
     }
-    command.env_remove("RUST_LOG");
+    // Loopback needs no proxy.
+    for proxy in [
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ] {
+        command.env_remove(proxy);
+    }
+    command
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .env_remove("COLUMNS")
+        .env("XDG_CONFIG_HOME", cwd.join(".config"));
     command
 }
 

@@ -22,6 +22,7 @@ use crate::helpers::*;
 mod admin_lists;
 mod errors;
 mod output;
+mod profiles;
 mod setup;
 mod walking;
 
@@ -114,6 +115,51 @@ fn text_of(value: &Value) -> String {
     }
 }
 
+/// A timestamp as the client's tables show it: the server writes UTC
+/// (`2026-01-05T09:00:00.000Z`), the table its date and minute.
+fn minute_of(value: &Value, absent: &str) -> String {
+    match value.as_str() {
+        None => absent.to_owned(),
+        Some(text) => {
+            assert!(text.ends_with('Z'), "not UTC: {text}");
+            text[..16].replace('T', " ")
+        }
+    }
+}
+
+/// `proxydeck ARGS` on a pseudo-terminal (`script`) `columns` wide, with
+/// the environment [`proxydeck`] gives and `env`: what the terminal showed
+/// (stdout and stderr together, `\r\n` as `\n`) and the exit status.
+fn on_terminal(cwd: &Path, args: &[&str], env: &[(&str, &str)], columns: u16) -> Out {
+    let quote = |text: &str| format!("'{}'", text.replace('\'', r"'\''"));
+    let line = std::iter::once(env!("CARGO_BIN_EXE_proxydeck"))
+        .chain(args.iter().copied())
+        .map(quote)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut script = Command::new("/usr/bin/script");
+    script
+        .args([
+            "-qfec",
+            &format!("stty cols {columns} rows 50; exec {line}"),
+            "/dev/null",
+        ])
+        .current_dir(cwd)
+        .env("TERM", "xterm");
+    for (key, value) in proxydeck(cwd).get_envs() {
+        match value {
+            Some(value) => script.env(key, value),
+            None => script.env_remove(key),
+        };
+    }
+    for (key, value) in env {
+        script.env(key, value);
+    }
+    let mut out = finish(script, None);
+    out.stdout = out.stdout.replace("\r\n", "\n");
+    out
+}
+
 /// Projects of the fixture, and the big ones.
 const PROJECTS: usize = 250;
 const REVISIONS: u32 = 130;
@@ -191,17 +237,16 @@ impl World {
     fn bare(&self, args: &[&str]) -> Command {
         let mut command = proxydeck(self.cwd.path());
         command.args(args);
-        for proxy in [
-            "http_proxy",
-            "HTTP_PROXY",
-            "https_proxy",
-            "HTTPS_PROXY",
-            "all_proxy",
-            "ALL_PROXY",
-        ] {
-            command.env_remove(proxy);
-        }
         command
+    }
+
+    /// `args --url ... --token ...` on a terminal `columns` wide, with
+    /// `env` set (see [`on_terminal`]).
+    fn on_terminal(&self, args: &[&str], env: &[(&str, &str)], columns: u16) -> Out {
+        let url = self.url();
+        let mut all = args.to_vec();
+        all.extend(["--url", &url, "--token", &self.secret]);
+        on_terminal(self.cwd.path(), &all, env, columns)
     }
 
     /// `args --url ... --token ...`, run to its end.
@@ -287,13 +332,20 @@ const LISTINGS: [Listing; 3] = [
     Listing {
         args: &["projects", "list"],
         path: "/v1/projects",
-        headers: &["ID", "SLUG", "TYPE", "ORGANIZATION", "CREATED"],
+        headers: &["ID", "SLUG", "TYPE", "ORGANIZATION ID", "CREATED (UTC)"],
         key: "id",
     },
     Listing {
         args: &["tokens", "list"],
         path: "/v1/api_tokens",
-        headers: &["ID", "NAME", "TOKEN", "LAST USED", "EXPIRES", "CREATED"],
+        headers: &[
+            "ID",
+            "NAME",
+            "TOKEN",
+            "LAST USED (UTC)",
+            "EXPIRES (UTC)",
+            "CREATED (UTC)",
+        ],
         key: "id",
     },
     Listing {

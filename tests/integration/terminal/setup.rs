@@ -142,10 +142,13 @@ async fn client_against_a_proxydeck_serve_child() {
 #[test]
 fn listing_commands_have_help_with_an_example() {
     let cwd = tempfile::tempdir().unwrap();
-    let commands: [&[&str]; 8] = [
+    let commands: [&[&str]; 11] = [
         &["projects", "list"],
         &["tokens", "list"],
         &["proxy-settings", "list"],
+        &["login"],
+        &["logout"],
+        &["auth", "status"],
         &["admin", "export"],
         &["admin", "import"],
         &["admin", "org", "list"],
@@ -161,4 +164,91 @@ fn listing_commands_have_help_with_an_example() {
         assert!(out.stderr.is_empty(), "{args:?}: {out:#?}");
     }
     assert!(!Path::new(&cwd.path().join("proxydeck.db")).exists());
+}
+
+/// The client commands' help shows the client's flags, not the server's
+/// (which they still take: `cli.md` has every command take --database);
+/// the server's commands still show theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_help_shows_client_flags_only() {
+    let world = world().await;
+    let help = |args: &[&str]| -> String {
+        let mut command = world.bare(args);
+        command.arg("--help");
+        let out = finish(command, None);
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{args:?}: {out:#?}"
+        );
+        out.stdout
+    };
+    let server_flags = [
+        "--database",
+        "--database-password-file",
+        "--db-pool-size",
+        "--db-timeout",
+        "--log-format",
+        "--log-level",
+        "--config",
+    ];
+    let commands: [(&[&str], &[&str]); 9] = [
+        (
+            &["projects", "list"],
+            &["--url", "--token", "--profile", "--json", "--jq"],
+        ),
+        (
+            &["tokens", "list"],
+            &["--url", "--token", "--profile", "--json", "--jq"],
+        ),
+        (
+            &["proxy-settings", "list"],
+            &["--url", "--token", "--profile", "--json", "--jq"],
+        ),
+        (&["projects"], &[]),
+        (&["login"], &["--url", "--profile"]),
+        (&["logout"], &["--profile"]),
+        (
+            &["auth", "status"],
+            &["--url", "--token", "--profile", "--json"],
+        ),
+        (&["auth"], &[]),
+        (&["proxy-settings"], &[]),
+    ];
+    for (args, shown) in commands {
+        let text = help(args);
+        for flag in server_flags {
+            assert!(
+                !text.contains(&format!("{flag} ")),
+                "{args:?} shows {flag}: {text}"
+            );
+        }
+        for flag in shown {
+            assert!(text.contains(flag), "{args:?} does not show {flag}: {text}");
+        }
+    }
+    for args in [&["serve"][..], &["migrate"], &["admin", "org", "list"]] {
+        let text = help(args);
+        assert!(
+            text.contains("--database <URL>") && text.contains("--log-level"),
+            "{args:?}: {text}"
+        );
+    }
+    // Still taken, before or after the command.
+    let expected = world.data("/v1/projects?limit=3").await;
+    let items = world.items(&[
+        "--log-level",
+        "warn",
+        "projects",
+        "list",
+        "--limit",
+        "3",
+        "--database",
+        "sqlite://never-opened.db",
+        "--db-pool-size",
+        "2",
+        "--log-format",
+        "json",
+    ]);
+    assert_eq!(items, expected);
+    assert!(!world.cwd.path().join("never-opened.db").exists());
 }

@@ -177,10 +177,10 @@ async fn client_all_walks_every_page_once_in_order() {
     // 250 visible projects plus the big one: three pages of 100.
     let walked = world.walk("/v1/projects?limit=100").await;
     assert_eq!(walked.len(), PROJECTS + 1);
-    for format in ["json", "ndjson"] {
-        let out = world.run(&["projects", "list", "--all", "-o", format]);
+    for format in [&["--json"][..], &["-o", "ndjson"]] {
+        let out = world.run(&with(&["projects", "list", "--all"], format));
         assert!(out.status.success() && out.stderr.is_empty(), "{out:#?}");
-        let items: Vec<Value> = if format == "json" {
+        let items: Vec<Value> = if format == ["--json"] {
             one_json_document(&out.stdout).as_array().unwrap().clone()
         } else {
             out.stdout
@@ -188,7 +188,7 @@ async fn client_all_walks_every_page_once_in_order() {
                 .map(|l| serde_json::from_str(l).unwrap())
                 .collect()
         };
-        assert_eq!(items, walked, "projects --all -o {format}");
+        assert_eq!(items, walked, "projects --all {format:?}");
     }
     let ascending = world
         .walk("/v1/projects?limit=100&order_direction=ASC")
@@ -247,8 +247,7 @@ async fn client_all_walks_every_page_once_in_order() {
         "--all",
         "--order-direction",
         "asc",
-        "-o",
-        "json",
+        "--json",
     ]);
     let mut reversed = revisions.clone();
     reversed.reverse();
@@ -292,4 +291,77 @@ async fn client_all_walks_every_page_once_in_order() {
         world.items(&["tokens", "list", "--all", "--name", "ci", "--limit", "3"]),
         ci
     );
+}
+
+/// `--all` against a `proxydeck serve` that lets each token make two
+/// requests a second, one at once: pages after the first are answered 429
+/// with `Retry-After`; the client waits that long, tries again, and ends
+/// the walk with every item once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_all_waits_as_retry_after_says() {
+    let sandbox = Sandbox::new();
+    let secret = sandbox.directory(1, "u1");
+    let lines: Vec<Value> = (0..25)
+        .map(|i| project(&format!("r{i:02}"), 1, i))
+        .collect();
+    sandbox.import(&lines);
+    // The test reads with a token of its own: the limit is per token.
+    let observer = sandbox.token("u1", "observer");
+    let server = sandbox.serve(&[
+        "--rate-limit",
+        "2",
+        "--rate-limit-burst",
+        "1",
+        "--last-used-flush-interval",
+        "1h",
+    ]);
+    let rejections = "proxydeck_rate_limit_rejections_total";
+    assert_eq!(server.metric(rejections).await, 0.0);
+    let all = server.projects(&observer).await;
+    assert_eq!(all.len(), 25);
+
+    let mut command = proxydeck(sandbox.path());
+    command
+        .args(["projects", "list", "--all", "--limit", "10", "--json"])
+        .args(["--order-direction", "asc", "--url", &server.base])
+        .env("PROXYDECK_TOKEN", &secret);
+    let out = finish(command, None);
+    assert!(out.stderr.is_empty(), "{out:#?}");
+    assert_eq!(out.json(), Value::Array(all));
+    // 429 did happen: three pages, at most two a second, one at once.
+    assert!(server.metric(rejections).await >= 1.0);
+}
+
+/// A 503 while the store is away (`Retry-After: 1`): the client waits and
+/// tries again, and the walk ends with every item once the store is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_waits_out_503_while_the_store_is_away() {
+    let app = TestApp::spawn_impatient().await;
+    let mut lines = vec![org(1), user("u1", &[1])];
+    lines.extend((0..12).map(|i| project(&format!("s{i:02}"), 1, i)));
+    app.seed(lines).await;
+    let (_, secret) = app.token_with("u1", "reader", None).await;
+    let (status, first) = app.get_json("/v1/projects?limit=100", &secret).await;
+    assert_eq!(status, 200, "{first}");
+
+    let unavailable =
+        r#"proxydeck_http_requests_total{route="/v1/projects",method="GET",status="503"}"#;
+    assert_eq!(metric(unavailable), 0.0);
+    let moved = app.take_store_away();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut command = proxydeck(cwd.path());
+    command
+        .args(["projects", "list", "--all", "--limit", "5", "--json"])
+        .args([
+            "--url",
+            &format!("http://{}", app.address),
+            "--token",
+            &secret,
+        ]);
+    let client = tokio::task::spawn_blocking(move || finish(command, None));
+    until("the client is answered 503", || metric(unavailable) >= 1.0).await;
+    app.bring_store_back(moved);
+    let out = client.await.unwrap();
+    assert!(out.stderr.is_empty(), "{out:#?}");
+    assert_eq!(out.json(), first["data"]);
 }
