@@ -4,7 +4,7 @@
 //!
 //! The test changes only what a reader would: the demo's address for
 //! `http://127.0.0.1:8080` (tests run side by side), its token for the
-//! README's `pxd_...` and `$TOKEN`, and the README's own configuration
+//! README's `pxd_...` and `$TOKEN` (and types it when `login` asks), and the README's own configuration
 //! file for `/etc/proxydeck.toml`. Lines that serve until stopped, and the
 //! quick start's and benchmark's `cargo`/`python3` lines (CI's own steps),
 //! are not run: [`NOT_RUN`] names each with its reason, and a reason whose
@@ -150,20 +150,23 @@ fn every_command_of_the_readme_works_on_a_fresh_demo() {
                 .current_dir(sandbox.path())
                 .env("PATH", &path)
                 .env("TOKEN", &token)
+                // `login` keeps its profile in the sandbox.
+                .env("XDG_CONFIG_HOME", sandbox.path().join(".config"))
                 .env_remove("RUST_LOG");
             for (key, _) in std::env::vars_os() {
                 if key.to_string_lossy().starts_with("PROXYDECK_") {
                     command.env_remove(&key);
                 }
             }
-            let out = finish(command, None);
+            // What a reader types when asked (only `login` asks: the token).
+            let out = finish(command, Some(&format!("{token}\n")));
             assert!(
                 out.status.success(),
                 "the README's command failed on the demo: {line}\n{out:#?}"
             );
             let printed = out.stdout.trim();
             assert!(
-                printed != "[]" && !printed.contains("\"data\":[]"),
+                !printed.is_empty() && printed != "[]" && !printed.contains("\"data\":[]"),
                 "the README's command finds nothing on the demo: {line}\n{out:#?}"
             );
             ran += 1;
