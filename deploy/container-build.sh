@@ -38,6 +38,9 @@ check() {
     chmod 0755 "$work"
     data="$work/data"
     install -d -m 0700 -o "$IMAGE_UID" -g "$IMAGE_UID" "$data"
+    # Where the image's user can run it, wherever the caller keeps it.
+    install -D -m 0755 "$binary" "$work/bin/proxydeck"
+    binary="$work/bin/proxydeck"
     # The image's user and environment (one process: setpriv and env exec).
     local as_image_user=(
         setpriv --reuid="$IMAGE_UID" --regid="$IMAGE_UID" --clear-groups --
