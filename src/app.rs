@@ -154,7 +154,13 @@ impl Service {
             .as_ref()
             .map(|limiter| tokio::spawn(limiter.clone().run_sweeper()));
         tracing::info!(address = %self.local_addr(), "serving");
-        let shutdown = shutdown.shared();
+        // Listening, on an open store: ready.
+        tell_service_manager(sd_notify::NotifyState::Ready);
+        let shutdown = async {
+            shutdown.await;
+            tell_service_manager(sd_notify::NotifyState::Stopping);
+        }
+        .shared();
         let api = server::serve(
             "api",
             self.listener,
@@ -176,6 +182,14 @@ impl Service {
         let _ = stop_flusher.send(());
         let _ = flusher.await;
         tracing::info!("stopped");
+    }
+}
+
+/// Tells systemd (a `Type=notify` unit, `deploy/proxydeck.service`) the
+/// service's state over `$NOTIFY_SOCKET`; without that variable, nothing.
+fn tell_service_manager(state: sd_notify::NotifyState<'_>) {
+    if let Err(error) = sd_notify::notify(&[state]) {
+        tracing::warn!(%error, "cannot tell the service manager the service's state");
     }
 }
 

@@ -197,10 +197,14 @@ struct ServeArgs {
     /// How often token use (`last_used_at`) is written to the store.
     #[arg(long, env = "PROXYDECK_LAST_USED_FLUSH_INTERVAL", default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
     last_used_flush_interval: Duration,
-    /// A client must send a whole request head within this time; idle
-    /// keep-alive connections close after it.
+    /// A request head must be complete within this time of its first byte
+    /// (the first request's, of connecting).
     #[arg(long, env = "PROXYDECK_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     header_read_timeout: Duration,
+    /// How long a kept-alive connection may wait for its next request;
+    /// keep it above the idle timeout of the load balancer in front.
+    #[arg(long, env = "PROXYDECK_IDLE_TIMEOUT", default_value = "75s", value_parser = parse_duration, value_name = "DURATION")]
+    idle_timeout: Duration,
     /// Longest the client may take no byte of an answer being written;
     /// then the connection closes (a client that stops reading cannot hold
     /// it).
@@ -330,6 +334,7 @@ impl ServeArgs {
             },
             server: ServerOptions {
                 header_read_timeout: self.header_read_timeout,
+                idle_timeout: self.idle_timeout,
                 max_connections: self.max_connections as usize,
                 shutdown_grace: self.shutdown_grace,
                 write_timeout: self.write_timeout,

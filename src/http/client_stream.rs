@@ -24,6 +24,19 @@
 //!   `content-length: 0` (the router's errors always have a body) gets the
 //!   JSON body of the same status, its `content-type` and length. Any
 //!   other write passes through untouched, after one prefix check.
+//! - **Idle keep-alive connections wait longer than a request head
+//!   may take.** hyper has one timer for reading a request head, and it
+//!   starts the moment the connection waits for a request: alone, it would
+//!   close a kept-alive connection idle for `--header-read-timeout` (10 s),
+//!   before the load balancer in front, which keeps its own about 60 s and
+//!   may send a request just as the server closes. So the stream counts
+//!   the reads that bring bytes, and the connection's hyper timer
+//!   ([`HeadTimer`]) reads the count: the first request head must be
+//!   complete within `--header-read-timeout` of connecting (a connection
+//!   that never sends a byte is closed then, as before); after an answer,
+//!   the wait for the next request's first byte is bounded by
+//!   `--idle-timeout` instead, and the header-read timeout runs from that
+//!   byte until the head is complete.
 
 use std::future::Future as _;
 use std::io;
@@ -31,7 +44,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
@@ -52,6 +65,9 @@ pub struct ClientStream<S> {
     pending: Option<(Vec<u8>, usize)>,
     /// The server's shutdown, shared by its connections.
     drain: Arc<Drain>,
+    /// Reads that brought bytes, shared with the connection's
+    /// [`HeadTimer`].
+    arrivals: Arc<AtomicU64>,
 }
 
 /// A listener's shutdown as its connections see it: whether it began
@@ -86,9 +102,94 @@ impl<S> ClientStream<S> {
             stalled: None,
             pending: None,
             drain,
+            arrivals: Arc::default(),
+        }
+    }
+
+    /// hyper's timer for this stream's connection, which keeps it
+    /// `idle_timeout` between requests.
+    pub fn head_timer(&self, idle_timeout: Duration) -> HeadTimer {
+        HeadTimer {
+            arrivals: self.arrivals.clone(),
+            idle_timeout,
         }
     }
 }
+
+/// The timer of one connection's hyper HTTP/1 connection, whose only use
+/// of a timer is the header-read timeout: hyper asks it for one sleep per
+/// request head, from when it waits for the head until the head is
+/// complete (then the sleep is dropped), and polls the sleep whenever a
+/// read leaves the head incomplete. The first head's sleep is hyper's
+/// own deadline. A later head's sleep ends `idle_timeout` after it was
+/// asked for, unless a byte comes first: from the first poll that sees
+/// bytes read since (right after that read), it ends the header-read
+/// timeout later. (A head begun in the same read as the request before
+/// it, and left incomplete, is timed from its next byte.)
+#[derive(Clone)]
+pub struct HeadTimer {
+    arrivals: Arc<AtomicU64>,
+    idle_timeout: Duration,
+}
+
+/// `now + duration`, or a time beyond any server's life when that
+/// overflows (tokio does the same for its own sleeps).
+fn after(now: Instant, duration: Duration) -> Instant {
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
+}
+
+impl hyper::rt::Timer for HeadTimer {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        self.sleep_until(after(Instant::now(), duration))
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        let now = Instant::now();
+        let seen = self.arrivals.load(Ordering::Relaxed);
+        let (until, head_time) = if seen == 0 {
+            // Nothing read yet: the connection's first head.
+            (deadline, None)
+        } else {
+            let head_time = deadline.saturating_duration_since(now);
+            (after(now, self.idle_timeout), Some(head_time))
+        };
+        Box::pin(HeadDeadline {
+            arrivals: self.arrivals.clone(),
+            seen,
+            head_time,
+            sleep: Box::pin(tokio::time::sleep_until(until.into())),
+        })
+    }
+}
+
+/// One request head's deadline (`HeadTimer`).
+struct HeadDeadline {
+    arrivals: Arc<AtomicU64>,
+    /// The connection's reads when the wait began.
+    seen: u64,
+    /// While no byte of the head has come: how long the head may take
+    /// from its first byte on.
+    head_time: Option<Duration>,
+    sleep: Pin<Box<Sleep>>,
+}
+
+impl std::future::Future for HeadDeadline {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if let Some(head_time) = self.head_time
+            && self.arrivals.load(Ordering::Relaxed) != self.seen
+        {
+            self.head_time = None;
+            let until = after(Instant::now(), head_time);
+            self.sleep.as_mut().reset(until.into());
+        }
+        self.sleep.as_mut().poll(cx)
+    }
+}
+
+impl hyper::rt::Sleep for HeadDeadline {}
 
 /// `head` (an answer's first bytes, starting with its status line) saying
 /// `connection: close`, when it does not already.
@@ -225,8 +326,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for ClientStream<S> {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if self.drain.began() && buf.filled().len() > before {
-            self.drain.reads.fetch_add(1, Ordering::Relaxed);
+        if buf.filled().len() > before {
+            self.arrivals.fetch_add(1, Ordering::Relaxed);
+            if self.drain.began() {
+                self.drain.reads.fetch_add(1, Ordering::Relaxed);
+            }
         }
         poll
     }

@@ -4,10 +4,11 @@
 //!
 //! HTTP/1.1 only, on purpose: hyper's HTTP/1 connection starts its
 //! header-read timer the moment it waits for a request (a silent or
-//! trickling client, or an idle keep-alive connection, is cut off), and its
-//! graceful shutdown closes at once a connection that has not begun a
-//! request. Sniffing for cleartext HTTP/2 would add an untimed phase before
-//! either applies, and h2c is rarely spoken to an API behind a proxy.
+//! trickling client is cut off; between requests `client_stream` gives it
+//! the idle timeout until a byte comes), and its graceful shutdown closes
+//! at once a connection that has not begun a request. Sniffing for
+//! cleartext HTTP/2 would add an untimed phase before either applies, and
+//! h2c is rarely spoken to an API behind a proxy.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::extract::ConnectInfo;
 use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -27,10 +28,13 @@ use crate::metrics;
 
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
-    /// A client must send its whole request head within this time of
-    /// connecting or of its previous answer; so idle keep-alive connections
-    /// close after it too.
+    /// A client must send its whole request head within this time: the
+    /// first one of connecting, a later one of its first byte.
     pub header_read_timeout: Duration,
+    /// How long a kept-alive connection may wait for the first byte of
+    /// its next request before it is closed: longer than the load
+    /// balancers in front keep theirs, so that they close first.
+    pub idle_timeout: Duration,
     /// Connections open at once, at most. At the limit the server stops
     /// accepting: new connections wait in the kernel's listen queue (and
     /// time out there, for a client that gives up) instead of each taking
@@ -51,6 +55,7 @@ impl Default for ServerOptions {
     fn default() -> Self {
         Self {
             header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(75),
             max_connections: 10_000,
             max_head_bytes: 64 * 1024,
             shutdown_grace: Duration::from_secs(30),
@@ -102,7 +107,6 @@ pub async fn serve(
 ) {
     let mut builder = http1::Builder::new();
     builder
-        .timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout)
         .max_header_size(options.max_head_bytes)
         .keep_alive(true);
@@ -163,8 +167,10 @@ pub async fn serve(
             },
         );
         let stream = ClientStream::new(stream, options.write_timeout, drain.clone());
-        let connection =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+        let connection = builder
+            .clone()
+            .timer(stream.head_timer(options.idle_timeout))
+            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         let connection = graceful.watch(connection);
         let open = OpenConnection::new(slot, gauges.clone());
         tokio::spawn(async move {

@@ -37,6 +37,9 @@ mod slow_clients;
 const IO_TIMEOUT: Duration = Duration::from_secs(3);
 /// The header read timeout of the slow-client tests.
 const HEADER_TIMEOUT: Duration = Duration::from_millis(300);
+/// Their idle timeout: how long a kept-alive connection waits for the
+/// first byte of its next request.
+const IDLE_TIMEOUT: Duration = Duration::from_millis(1500);
 /// How long after [`HEADER_TIMEOUT`] a connection must be gone.
 const CLOSE_WITHIN: Duration = Duration::from_millis(1500);
 
@@ -59,10 +62,11 @@ async fn seeded_app(options: ServiceOptions, projects: usize) -> (TestApp, Strin
     (app, token)
 }
 
-/// Test options with a short header read timeout.
+/// Test options with short header read and idle timeouts.
 fn slow_client_options() -> ServiceOptions {
     let mut options = test_options();
     options.server.header_read_timeout = HEADER_TIMEOUT;
+    options.server.idle_timeout = IDLE_TIMEOUT;
     options
 }
 
@@ -182,18 +186,21 @@ async fn read_until_closed(stream: &mut TcpStream, within: Duration) -> Option<V
 /// `proxydeck serve` on the SQLite file at `database`, with `extra` flags
 /// and `RUST_LOG=rust_log`.
 fn serve_file(database: &Path, extra: &[&str], rust_log: &str) -> Server {
+    Server::start(|listen| serve_command(database, listen, extra, rust_log))
+}
+
+/// The command [`serve_file`] runs, listening on `listen`.
+fn serve_command(database: &Path, listen: &str, extra: &[&str], rust_log: &str) -> Command {
     let folder = database.parent().expect("the file's folder");
-    Server::start(|listen| {
-        let mut command = crate::binary::proxydeck(folder);
-        command
-            .arg("serve")
-            .arg("--database")
-            .arg(format!("sqlite://{}", database.display()))
-            .args(["--listen", listen])
-            .args(extra)
-            .env("RUST_LOG", rust_log);
-        command
-    })
+    let mut command = crate::binary::proxydeck(folder);
+    command
+        .arg("serve")
+        .arg("--database")
+        .arg(format!("sqlite://{}", database.display()))
+        .args(["--listen", listen])
+        .args(extra)
+        .env("RUST_LOG", rust_log);
+    command
 }
 
 /// A database file seeded through the library (then closed), with a token

@@ -207,6 +207,43 @@ async fn the_binary_exits_cleanly_on_sigterm_and_sigint() {
     }
 }
 
+/// Under systemd (`Type=notify`, `deploy/proxydeck.service`) the binary
+/// says `READY=1` on `$NOTIFY_SOCKET` once it listens on an open store, so
+/// that it is served from as soon as that arrives, and `STOPPING=1` when a
+/// SIGTERM begins its shutdown; then it exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_tells_the_service_manager_when_it_is_ready_and_when_it_stops() {
+    let (dir, path, secret) = seeded_database(1).await;
+    let socket_path = dir.path().join("notify.sock");
+    let manager = tokio::net::UnixDatagram::bind(&socket_path).expect("the notify socket binds");
+    let mut binary = Server::start(|listen| {
+        let mut command = serve_command(&path, listen, &[], "info");
+        command.env("NOTIFY_SOCKET", &socket_path);
+        command
+    });
+    let notice = || async {
+        let mut datagram = [0u8; 256];
+        let length = tokio::time::timeout(IO_TIMEOUT, manager.recv(&mut datagram))
+            .await
+            .expect("a notice within 3s")
+            .expect("the notify socket reads");
+        String::from_utf8_lossy(&datagram[..length]).into_owned()
+    };
+    assert_eq!(notice().await, "READY=1\n");
+    let response = binary.get_raw("/v1/projects", &secret).await;
+    assert_eq!(response.status(), 200);
+    drop(response);
+
+    binary.signal("TERM");
+    assert_eq!(notice().await, "STOPPING=1\n");
+    let status = binary.wait_exit(Duration::from_secs(5)).await;
+    assert!(
+        status.is_some_and(|status| status.success()),
+        "exit {status:?}; stderr:\n{}",
+        binary.log()
+    );
+}
+
 /// The `serving` line is the operator's (and a supervisor's) sign of
 /// readiness; a SIGTERM after it must take the graceful path, not the
 /// default action of the signal. A shell sends the signal (its builtin

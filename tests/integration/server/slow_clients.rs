@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// A connection's first request head is timed from connecting: one that
+/// never sends a byte is closed after the header read timeout, long
+/// before the idle timeout.
 #[tokio::test]
 async fn a_silent_connection_is_closed_after_the_header_read_timeout() {
     let (app, _token) = seeded_app(slow_client_options(), 1).await;
@@ -11,23 +14,23 @@ async fn a_silent_connection_is_closed_after_the_header_read_timeout() {
     let seen = read_until_closed(&mut stream, CLOSE_WITHIN)
         .await
         .expect("the silent connection is closed within 1.5s");
+    let took = started.elapsed();
     assert!(seen.is_empty(), "{:?}", String::from_utf8_lossy(&seen));
     assert!(
-        started.elapsed() >= HEADER_TIMEOUT - Duration::from_millis(50),
-        "closed after {:?}, before the timeout",
-        started.elapsed()
+        took >= HEADER_TIMEOUT - Duration::from_millis(50) && took < IDLE_TIMEOUT,
+        "closed after {took:?}, not after the header read timeout"
     );
 }
 
-#[tokio::test]
-async fn a_client_trickling_its_request_head_is_cut_off() {
-    let (app, token) = seeded_app(slow_client_options(), 1).await;
-    let stream = connect(app.address).await;
+/// Sends `request` on `stream` a byte every 100 ms while reading what
+/// comes back; answers what was read, and how long after the first byte
+/// the server closed the connection (`None`: still open after
+/// [`CLOSE_WITHIN`]).
+async fn trickle(stream: TcpStream, request: String) -> (String, Option<Duration>) {
     let (mut reader, mut writer) = stream.into_split();
-    let request = get_request("/v1/projects", Some(&token)).into_bytes();
     let started = Instant::now();
-    let trickle = tokio::spawn(async move {
-        for byte in request {
+    let sending = tokio::spawn(async move {
+        for byte in request.into_bytes() {
             if writer.write_all(&[byte]).await.is_err() {
                 return;
             }
@@ -45,43 +48,92 @@ async fn a_client_trickling_its_request_head_is_cut_off() {
         )
         .await
         {
-            Err(_) => break false,
-            Ok(Ok(0)) | Ok(Err(_)) => break true,
+            Err(_) => break None,
+            Ok(Ok(0)) | Ok(Err(_)) => break Some(started.elapsed()),
             Ok(Ok(read)) => seen.extend_from_slice(&chunk[..read]),
         }
     };
-    trickle.abort();
-    let seen = String::from_utf8_lossy(&seen);
+    sending.abort();
+    (String::from_utf8_lossy(&seen).into_owned(), closed)
+}
+
+#[tokio::test]
+async fn a_client_trickling_its_request_head_is_cut_off() {
+    let (app, token) = seeded_app(slow_client_options(), 1).await;
+    let stream = connect(app.address).await;
+    let (seen, closed) = trickle(stream, get_request("/v1/projects", Some(&token))).await;
     assert!(
         !seen.contains(" 200 "),
         "the trickled request was served: {seen}"
     );
     assert!(
-        closed,
+        closed.is_some(),
         "still connected after {CLOSE_WITHIN:?}; got {seen:?}"
     );
 }
 
-#[tokio::test]
-async fn an_idle_kept_alive_connection_is_closed_after_the_timeout() {
-    let (app, token) = seeded_app(slow_client_options(), 1).await;
+/// A connection answered once, then left idle for twice the header read
+/// timeout; asserts the server kept it open meanwhile.
+async fn kept_alive_and_idle(app: &TestApp, token: &str) -> TcpStream {
     let mut stream = connect(app.address).await;
+    stream
+        .write_all(get_request("/v1/projects", Some(token)).as_bytes())
+        .await
+        .unwrap();
+    let response = read_response(&mut stream, &mut Vec::new()).await;
+    assert_eq!(response.status, 200);
+    let early = read_until_closed(&mut stream, 2 * HEADER_TIMEOUT).await;
+    assert!(
+        early.is_none(),
+        "an idle kept-alive connection was closed within twice the header read timeout"
+    );
+    stream
+}
+
+/// A kept-alive connection waits for its next request for the idle
+/// timeout, not the header read timeout: it is still served after the
+/// latter has passed, and closed (without a byte) after the former.
+#[tokio::test]
+async fn an_idle_kept_alive_connection_is_served_past_the_header_read_timeout_until_the_idle_timeout()
+ {
+    let (app, token) = seeded_app(slow_client_options(), 1).await;
+    let mut stream = kept_alive_and_idle(&app, &token).await;
     stream
         .write_all(get_request("/v1/projects", Some(&token)).as_bytes())
         .await
-        .unwrap();
-    let mut buffer = Vec::new();
-    let response = read_response(&mut stream, &mut buffer).await;
-    assert_eq!(response.status, 200);
+        .expect("the idle connection takes a second request");
+    let response = read_response(&mut stream, &mut Vec::new()).await;
+    assert_eq!(response.status, 200, "{response:?}");
     let answered = Instant::now();
-    let seen = read_until_closed(&mut stream, CLOSE_WITHIN)
+    let seen = read_until_closed(&mut stream, IDLE_TIMEOUT + CLOSE_WITHIN)
         .await
-        .expect("the idle connection is closed within 1.5s");
+        .expect("the idle connection is closed after the idle timeout");
     assert!(seen.is_empty(), "{:?}", String::from_utf8_lossy(&seen));
     assert!(
-        answered.elapsed() >= HEADER_TIMEOUT - Duration::from_millis(50),
-        "closed after {:?}",
+        answered.elapsed() >= IDLE_TIMEOUT - Duration::from_millis(50),
+        "closed after {:?}, before the idle timeout",
         answered.elapsed()
+    );
+}
+
+/// On a kept-alive connection the header read timeout runs from the next
+/// request's first byte: a head trickled after an idle spell is cut off
+/// a header read timeout after that byte, long before the idle timeout
+/// would end (and never served).
+#[tokio::test]
+async fn a_head_trickled_on_a_kept_alive_connection_is_cut_off_a_header_timeout_after_its_first_byte()
+ {
+    let (app, token) = seeded_app(slow_client_options(), 1).await;
+    let stream = kept_alive_and_idle(&app, &token).await;
+    let (seen, closed) = trickle(stream, get_request("/v1/projects", Some(&token))).await;
+    assert!(
+        !seen.contains(" 200 "),
+        "the trickled request was served: {seen}"
+    );
+    let closed = closed.expect("the trickling connection is closed");
+    assert!(
+        closed >= HEADER_TIMEOUT - Duration::from_millis(50) && closed < 2 * HEADER_TIMEOUT,
+        "closed {closed:?} after the head's first byte, not a header read timeout after it"
     );
 }
 
