@@ -31,6 +31,7 @@ use crate::domain::token::{self, TokenDigest};
 use crate::domain::url_password;
 
 pub use cache::Caches;
+pub use postgres::{PostgresSettings, SslMode};
 pub use sql::SqlStore;
 
 /// Everything the service keeps, behind one interface. Methods that list
@@ -438,6 +439,8 @@ impl DatabaseUrl {
             }
             Ok(Self::Sqlite(PathBuf::from(path)))
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // Bad settings (TLS ones included) are told at start-up, by name.
+            PostgresSettings::from_url(url).map_err(|why| format!("database URL: {why}"))?;
             Ok(Self::Postgres(url.to_owned()))
         } else {
             Err(format!(
@@ -488,8 +491,14 @@ mod tests {
             "mysql://x",
             "proxydeck.db",
             "sqlite://a.db?mode=ro",
+            "postgres://u@db/x?sslmode=verify",
+            "postgres://u@db/x?sslmode=verify-full",
         ] {
             assert!(DatabaseUrl::parse(bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            DatabaseUrl::parse("postgres://u:s3cret@db/x?sslmode=nope").unwrap_err(),
+            r#"database URL: sslmode="nope" is not one of disable, prefer, require, verify-ca, verify-full"#
+        );
     }
 }

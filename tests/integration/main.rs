@@ -50,6 +50,7 @@ mod openapi;
 mod openapi_contract;
 mod operations;
 mod postgres_store;
+mod postgres_tls;
 mod rate_limits;
 mod server;
 mod sqlite_store;

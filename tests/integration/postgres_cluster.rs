@@ -2,25 +2,47 @@
 //! shared by the test processes of a run when no server is given, and
 //! private ones that a fault test may stop and start.
 //!
-//! Clusters listen only on a Unix socket in their own folder, so they take
-//! no TCP port. As root, the server programs run as the `postgres` user.
+//! Clusters listen on a Unix socket in their own folder, and take no TCP
+//! port unless made with TLS ([`Cluster::create_with_tls`]). As root, the
+//! server programs run as the `postgres` user.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A cluster in `dir`, listening on `dir/.s.PGSQL.<port>`.
+/// A cluster in `dir`, listening on `dir/.s.PGSQL.<port>` (and on
+/// 127.0.0.1:`port` with TLS when made with it).
 pub struct Cluster {
     dir: PathBuf,
     port: u16,
+    tls: bool,
+}
+
+/// What a cluster with TLS serves: its certificate chain and private key,
+/// PEM.
+pub struct ServerTls<'a> {
+    pub certificates: &'a str,
+    pub key: &'a str,
 }
 
 impl Cluster {
     /// Makes a new cluster in `dir` (which must not hold one yet) and
     /// starts it.
     pub fn create(dir: &Path, port: u16) -> Result<Self, String> {
+        Self::make(dir, port, None)
+    }
+
+    /// [`Cluster::create`], also listening on 127.0.0.1:`port` with TLS
+    /// on (`ssl=on`), serving `tls`.
+    pub fn create_with_tls(dir: &Path, port: u16, tls: ServerTls<'_>) -> Result<Self, String> {
+        Self::make(dir, port, Some(tls))
+    }
+
+    fn make(dir: &Path, port: u16, tls: Option<ServerTls<'_>>) -> Result<Self, String> {
         let cluster = Self {
             dir: dir.to_owned(),
             port,
+            tls: tls.is_some(),
         };
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -37,6 +59,18 @@ impl Cluster {
                 "UTF8",
                 "--locale=C",
             ]))?;
+        if let Some(tls) = tls {
+            // Where ssl_cert_file and ssl_key_file look by default; the
+            // server refuses a key others may read.
+            for (name, text) in [("server.crt", tls.certificates), ("server.key", tls.key)] {
+                let path = cluster.data().join(name);
+                std::fs::write(&path, text)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .map_err(|e| format!("cannot restrict {}: {e}", path.display()))?;
+                hand_to_postgres_user(&path)?;
+            }
+        }
         cluster.start()?;
         Ok(cluster)
     }
@@ -46,6 +80,7 @@ impl Cluster {
         let cluster = Self {
             dir: dir.to_owned(),
             port,
+            tls: false,
         };
         if !cluster.running() {
             cluster.start()?;
@@ -71,9 +106,22 @@ impl Cluster {
         )
     }
 
+    /// A URL to its `postgres` database over TCP, naming the server
+    /// `host` (the name a certificate is checked against), with `query`
+    /// (`sslmode=...`) added.
+    pub fn tcp_url(&self, host: &str, query: &str) -> String {
+        assert!(self.tls, "only a cluster with TLS listens on TCP");
+        format!("postgres://postgres@{host}:{}/postgres?{query}", self.port)
+    }
+
     pub fn start(&self) -> Result<(), String> {
+        let listen = if self.tls {
+            "-c listen_addresses=127.0.0.1 -c ssl=on"
+        } else {
+            "-c listen_addresses=''"
+        };
         let options = format!(
-            "-k {} -c listen_addresses='' -p {} -c fsync=off -c max_connections=200",
+            "-k {} {listen} -p {} -c fsync=off -c max_connections=200",
             self.dir.display(),
             self.port
         );
@@ -148,8 +196,8 @@ fn server_command(program: &str) -> Result<Command, String> {
     })
 }
 
-/// As root, the cluster's folder must belong to the `postgres` user.
-fn hand_to_postgres_user(dir: &Path) -> Result<(), String> {
+/// As root, the cluster's files must belong to the `postgres` user.
+fn hand_to_postgres_user(path: &Path) -> Result<(), String> {
     if !running_as_root() {
         return Ok(());
     }
@@ -163,8 +211,8 @@ fn hand_to_postgres_user(dir: &Path) -> Result<(), String> {
             .parse()
             .map_err(|_| "there is no postgres user to run the server as".to_owned())
     };
-    std::os::unix::fs::chown(dir, Some(id("-u")?), Some(id("-g")?))
-        .map_err(|e| format!("cannot give {} to the postgres user: {e}", dir.display()))
+    std::os::unix::fs::chown(path, Some(id("-u")?), Some(id("-g")?))
+        .map_err(|e| format!("cannot give {} to the postgres user: {e}", path.display()))
 }
 
 fn run(command: &mut Command) -> Result<(), String> {
@@ -177,5 +225,51 @@ fn run(command: &mut Command) -> Result<(), String> {
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         ))
+    }
+}
+
+/// A cluster of a test's own, stopped and removed with the guard.
+pub struct PrivateCluster {
+    pub cluster: Cluster,
+    pub dir: PathBuf,
+}
+
+impl PrivateCluster {
+    /// `None` (the test ends, loudly) when `initdb`/`pg_ctl` are missing,
+    /// unless PostgreSQL is required here.
+    pub fn start() -> Option<Self> {
+        Self::make(|dir| Cluster::create(dir, 5432))
+    }
+
+    /// [`PrivateCluster::start`], with TLS on a free port of 127.0.0.1.
+    pub fn start_with_tls(tls: ServerTls<'_>) -> Option<Self> {
+        Self::make(|dir| Cluster::create_with_tls(dir, crate::binary::free_port(), tls))
+    }
+
+    fn make(create: impl FnOnce(&Path) -> Result<Cluster, String>) -> Option<Self> {
+        if server_bin().is_none() {
+            if std::env::var_os("PROXYDECK_REQUIRE_POSTGRES").is_some() {
+                panic!("this test needs initdb and pg_ctl to run a server of its own");
+            }
+            eprintln!(
+                "\n######## SKIPPED: initdb/pg_ctl are not installed; the test needs them.\n"
+            );
+            return None;
+        }
+        // In the system's temporary folder: the postgres user must be able
+        // to reach it, which a checkout in a private folder would not allow.
+        let dir = std::env::temp_dir().join(format!(
+            "proxydeck-cluster-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let cluster = create(&dir).expect("a throwaway cluster starts");
+        Some(Self { cluster, dir })
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = self.cluster.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -2,7 +2,6 @@
 //! instances that migrate at the same time, and the move from the embedded
 //! store.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,42 +9,7 @@ use proxydeck::store::{self, DatabaseUrl, StoreOptions};
 
 use crate::binary::*;
 use crate::helpers::*;
-use crate::postgres_cluster::{Cluster, server_bin};
-
-/// A cluster of this test's own, stopped and removed with the guard.
-struct PrivateCluster {
-    cluster: Cluster,
-    dir: PathBuf,
-}
-
-impl PrivateCluster {
-    /// `None` (the test ends, loudly) when `initdb`/`pg_ctl` are missing,
-    /// unless PostgreSQL is required here.
-    fn start() -> Option<Self> {
-        if server_bin().is_none() {
-            if std::env::var_os("PROXYDECK_REQUIRE_POSTGRES").is_some() {
-                panic!("this fault test needs initdb and pg_ctl to run a server it can stop");
-            }
-            eprintln!(
-                "\n######## SKIPPED: initdb/pg_ctl are not installed; the fault test needs them.\n"
-            );
-            return None;
-        }
-        // In the system's temporary folder: the postgres user must be able
-        // to reach it, which a checkout in a private folder would not allow.
-        let dir =
-            std::env::temp_dir().join(format!("proxydeck-fault-{}", uuid::Uuid::new_v4().simple()));
-        let cluster = Cluster::create(&dir, 5432).expect("a throwaway cluster starts");
-        Some(Self { cluster, dir })
-    }
-}
-
-impl Drop for PrivateCluster {
-    fn drop(&mut self) {
-        let _ = self.cluster.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use crate::postgres_cluster::{Cluster, PrivateCluster};
 
 /// Stop PostgreSQL while requests flow: they get 503 `api_error` promptly,
 /// never hang past the store timeout, the service stays up and serves again
@@ -404,8 +368,7 @@ async fn identical_reads_at_the_same_time_share_one_statement() {
         let url = url.clone();
         let (locked, release) = (locked.0, release.1);
         move || {
-            let mut client =
-                postgres::Client::connect(&url, postgres::NoTls).expect("PostgreSQL answers");
+            let mut client = postgres_client(&url);
             let mut transaction = client.transaction().unwrap();
             transaction
                 .batch_execute(
@@ -505,8 +468,7 @@ async fn pages_remembered_from_one_server_are_not_trusted_on_another() {
 fn xmin_of_p1(url: &str) -> String {
     let url = url.to_owned();
     std::thread::spawn(move || {
-        let mut client =
-            postgres::Client::connect(&url, postgres::NoTls).expect("PostgreSQL answers");
+        let mut client = postgres_client(&url);
         client
             .query_one("SELECT xmin::text FROM projects WHERE id = 'p1'", &[])
             .expect("p1 is there")

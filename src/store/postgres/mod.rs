@@ -31,7 +31,8 @@ use futures_util::TryStreamExt as _;
 use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{FromSql, ToSql, Type};
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Config, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::outage::Outage;
 use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
@@ -42,6 +43,9 @@ use page_memory::PageMemory;
 
 mod page_memory;
 mod projects;
+mod settings;
+
+pub use settings::{PostgresSettings, SslMode};
 
 mod embedded {
     refinery::embed_migrations!("migrations/postgres");
@@ -109,9 +113,9 @@ pub struct PostgresDriver {
 impl PostgresDriver {
     async fn open(url: &str, options: &StoreOptions) -> anyhow::Result<Self> {
         // The URL may hold a password: errors never repeat it.
-        let mut config: Config = url
-            .parse()
-            .map_err(|e| anyhow::anyhow!("the PostgreSQL URL is not valid: {e}"))?;
+        let PostgresSettings {
+            mut config, tls, ..
+        } = PostgresSettings::from_url(url).map_err(anyhow::Error::msg)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.timeout);
         }
@@ -132,6 +136,7 @@ impl PostgresDriver {
             .tcp_user_timeout(options.timeout.max(Duration::from_secs(5)));
         let connector = Connector {
             config,
+            tls,
             outage: Arc::default(),
         };
         // tokio-postgres' errors do not say which server refused.
@@ -155,17 +160,14 @@ impl PostgresDriver {
                 reconnect: tokio::sync::Mutex::new(()),
             });
         }
-        let pool = managed::Pool::builder(Connector {
-            config: connector.config.clone(),
-            outage: connector.outage.clone(),
-        })
-        .max_size(exclusive)
-        .wait_timeout(Some(options.timeout))
-        .create_timeout(Some(options.timeout))
-        .recycle_timeout(Some(options.timeout))
-        .runtime(deadpool::Runtime::Tokio1)
-        .build()
-        .context("cannot make the PostgreSQL connection pool")?;
+        let pool = managed::Pool::builder(connector.clone())
+            .max_size(exclusive)
+            .wait_timeout(Some(options.timeout))
+            .create_timeout(Some(options.timeout))
+            .recycle_timeout(Some(options.timeout))
+            .runtime(deadpool::Runtime::Tokio1)
+            .build()
+            .context("cannot make the PostgreSQL connection pool")?;
         Ok(Self {
             connector,
             shared: clients,
@@ -608,7 +610,10 @@ impl From<tokio_postgres::Error> for StoreError {
             // With its cause: "error connecting to server" alone says
             // little (the cause names the refusal, never a password).
             let text = match std::error::Error::source(&error) {
-                Some(cause) => format!("PostgreSQL: {error}: {cause}"),
+                Some(cause) => match settings::tls_failure(cause) {
+                    Some(failure) => format!("PostgreSQL: {error}: {failure}"),
+                    None => format!("PostgreSQL: {error}: {cause}"),
+                },
                 None => format!("PostgreSQL: {error}"),
             };
             if ours
@@ -638,8 +643,11 @@ impl From<tokio_postgres::Error> for StoreError {
 
 /// Opens connections to the configured server; the exclusive pool's
 /// manager.
+#[derive(Clone)]
 pub struct Connector {
     config: Config,
+    /// TLS as the URL's `sslmode` and `sslrootcert` ask ([`PostgresSettings`]).
+    tls: MakeRustlsConnect,
     /// Shared by every connection of the driver: an attempt while the
     /// database is known to be down is refused at once.
     outage: Arc<Outage>,
@@ -648,7 +656,7 @@ pub struct Connector {
 impl Connector {
     async fn connect(&self) -> Result<PgConnection, StoreError> {
         self.outage.may_try()?;
-        let (client, connection) = match self.config.connect(NoTls).await {
+        let (client, connection) = match self.config.connect(self.tls.clone()).await {
             Ok(connected) => {
                 self.outage.reached();
                 connected

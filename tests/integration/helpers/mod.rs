@@ -14,7 +14,9 @@ use proxydeck::domain::api_token::ApiToken;
 use proxydeck::domain::import::{ImportBatch, ImportError, ObjectCounts, parse_line};
 use proxydeck::domain::organization_set::OrganizationSet;
 use proxydeck::domain::time::Timestamp;
-use proxydeck::store::{self, Caches, DatabaseUrl, NewToken, Store, StoreOptions};
+use proxydeck::store::{
+    self, Caches, DatabaseUrl, NewToken, PostgresSettings, Store, StoreOptions,
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;

@@ -119,6 +119,16 @@ impl Drop for Schema {
     }
 }
 
+/// A blocking client on `url`, connected as the service connects (the
+/// URL's TLS settings included: [`PostgresSettings`]); not for an async
+/// thread.
+pub fn postgres_client(url: &str) -> postgres::Client {
+    let settings = PostgresSettings::from_url(url).expect("the PostgreSQL URL is valid");
+    postgres::Config::from(settings.config)
+        .connect(settings.tls)
+        .expect("PostgreSQL answers")
+}
+
 /// Runs `sql` on a connection of its own (on a thread of its own: the
 /// blocking client may not run on an async thread).
 pub fn postgres_admin(url: &str, sql: &str) {
@@ -129,8 +139,7 @@ pub fn postgres_admin(url: &str, sql: &str) {
 fn try_postgres_admin(url: &str, sql: &str) -> Result<(), postgres::Error> {
     let (url, sql) = (url.to_owned(), sql.to_owned());
     std::thread::spawn(move || {
-        let mut client =
-            postgres::Client::connect(&url, postgres::NoTls).expect("PostgreSQL answers");
+        let mut client = postgres_client(&url);
         client.batch_execute(&sql)
     })
     .join()
@@ -141,8 +150,7 @@ fn try_postgres_admin(url: &str, sql: &str) -> Result<(), postgres::Error> {
 pub fn postgres_count(url: &str, sql: &str) -> i64 {
     let (url, sql) = (url.to_owned(), sql.to_owned());
     std::thread::spawn(move || {
-        let mut client =
-            postgres::Client::connect(&url, postgres::NoTls).expect("PostgreSQL answers");
+        let mut client = postgres_client(&url);
         client.query_one(&sql, &[]).expect("the query runs").get(0)
     })
     .join()

@@ -164,7 +164,7 @@ pub async fn seed(store: &dyn Store, lines: Vec<Value>) -> Result<ObjectCounts, 
 
 /// [`TestStore::postgres_plan_of_last`] on a thread that may block.
 fn plan_of_last(url: &str, schema: &str, marker: &str) -> String {
-    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("PostgreSQL answers");
+    let mut client = postgres_client(url);
     let statement: String = client
         .query_one(
             "SELECT query FROM pg_stat_activity
