@@ -8,6 +8,7 @@ over loopback with keep-alive, print tables.
     bench/run.py --mix                # the realistic traffic instead (about 20 minutes a
                                       # store, both cores busy; see below)
     bench/run.py --mix --quick        # its smoke version on small data, a minute or two per store
+    bench/run.py --mix --compare A B  # two builds (before/after a change) side by side, rounds alternating
 
 The fixed scenarios (the default): one page asked over and over by one
 token (the first page of projects, a page at 90% depth, the token list, a
@@ -56,6 +57,7 @@ import random
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -935,8 +937,16 @@ def mix_mode(store, caches, flags, urls, files, meta_path, args, env, work, seed
 
 
 def mix_store(store, urls, data_file, meta_path, meta, modes, args, env, work):
-    """A store's whole run: import (timed), VACUUM ANALYZE on PostgreSQL,
-    tokens, request files, then each mode (caches on, off)."""
+    """A store's whole run: the store prepared, then each mode (caches on, off)."""
+    prepared, files = prepare_store(store, urls, data_file, meta_path, meta, args, env, work)
+    prepared["runs"] = [mix_mode(store, caches, flags, urls, files, meta_path, args, env, work, seed=k + 1)
+                        for k, (caches, flags) in enumerate(modes)]
+    return prepared
+
+
+def prepare_store(store, urls, data_file, meta_path, meta, args, env, work):
+    """Import (timed), VACUUM ANALYZE on PostgreSQL, tokens, request files.
+    Answers the store's figures and the request files by scenario."""
     log(f"{store}: importing")
     started = time.monotonic()
     run([PROXYDECK, "--database", urls["import"], "admin", "import", data_file, "--quiet", "--json"],
@@ -959,10 +969,96 @@ def mix_store(store, urls, data_file, meta_path, meta, modes, args, env, work):
     log(f"{store}: writing the request files")
     files = make_request_files(MixData(meta, tokens), os.path.join(work, f"requests-{store}"),
                                args.lines, args.pool, seed=1)
-    runs = [mix_mode(store, caches, flags, urls, files, meta_path, args, env, work, seed=k + 1)
-            for k, (caches, flags) in enumerate(modes)]
-    return {"store": store, "import_seconds": import_seconds, "mint_seconds": mint_seconds,
-            "tokens": sum(len(t) for t in tokens.values()), "runs": runs}
+    return ({"store": store, "import_seconds": import_seconds, "mint_seconds": mint_seconds,
+             "tokens": sum(len(t) for t in tokens.values())}, files)
+
+
+# --compare: the scenarios driven at both binaries, and their connections
+# (None: --connections).
+COMPARED_SCENARIOS = [("mix", None), ("first page, one connection", 1)]
+
+
+def compare_store(store, urls, data_file, meta_path, meta, args, env, work):
+    """--compare: the two binaries serve the prepared store side by side,
+    caches off, no writer; each scenario's rounds alternate between them
+    (A B A B ...), so that the machine's drift and other load fall on both
+    alike."""
+    prepared, files = prepare_store(store, urls, data_file, meta_path, meta, args, env, work)
+    with open(files["mix"]) as first:
+        token = first.readline().split("\t", 1)[0]
+    servers, meters = [], []
+    try:
+        for label, binary in zip("AB", args.compare):
+            port = free_port()
+            base = f"http://127.0.0.1:{port}"
+            log(f"{store}: {label} = {binary}, serving on {base}")
+            server = Process([binary, "--database", urls["serve"], "serve", "--listen", f"127.0.0.1:{port}",
+                              "--rate-limit", "off", "--caches", "none"],
+                             env, os.path.join(work, f"serve-{store}-{label}.log"))
+            servers.append((label, base, server))
+            server.wait_answering(f"{base}/v1/projects?limit=1", token)
+            meters.append(CpuMeter(server.process.pid, urls.get("admin")))
+        scenarios = []
+        for name, connections in COMPARED_SCENARIOS:
+            connections = connections or args.connections
+            log(f"  {name}: {args.rounds} rounds of {args.seconds} s on each, alternating, "
+                f"{connections} connections")
+            rounds = {label: [] for label, _, _ in servers}
+            for (_, base, _), meter in zip(servers, meters):
+                spot_check(name, base, files[name], args.samples)
+                if args.warmup:
+                    measure_mix(name, "warm-up", base, files[name], args.warmup, connections, args, meter)
+            for _ in range(args.rounds):
+                for (label, base, _), meter in zip(servers, meters):
+                    rounds[label].append(measure_mix(name, label, base, files[name], args.seconds, connections,
+                                                     args, meter))
+            scenarios.append({"scenario": name, "connections": connections, "rounds": rounds})
+        prepared["compared"] = {
+            "binaries": {label: {"path": path, "bytes": os.path.getsize(path)}
+                         for label, path in zip("AB", args.compare)},
+            "scenarios": scenarios,
+            "rss_mib": {label: server.peak_rss_mib() for label, _, server in servers},
+        }
+    finally:
+        for meter in meters:
+            meter.close()
+        for _, _, server in servers:
+            server.stop()
+    return prepared
+
+
+def report_compare(stores, shape, args):
+    """The Markdown table of a --compare run, on stdout."""
+    print()
+    print(f"Data: {shape['projects']:,} projects in {shape['organizations']:,} organizations, "
+          f"{shape['users']:,} users. Both binaries serve the same store at once, caches off, no writer; "
+          f"each scenario: {args.rounds} rounds of {args.seconds} s on each, alternating A B A B. "
+          f"B/A: the ratio of each round of B to the round of A just before it, median (range).")
+    for store in stores:
+        compared = store["compared"]
+        print()
+        for label, binary in compared["binaries"].items():
+            print(f"- {label}: {binary['path']}, {binary['bytes']:,} bytes, "
+                  f"server peak RSS {compared['rss_mib'][label]:.0f} MiB")
+        print()
+        print("| store | scenario | A requests/s (median, range) | B requests/s (median, range) | B/A requests/s "
+              "| A CPU µs/req | B CPU µs/req | B/A CPU per request | A p50 / p99 µs | B p50 / p99 µs |")
+        print("|---|---|---|---|---|---:|---:|---|---|---|")
+        for s in compared["scenarios"]:
+            a, b = s["rounds"]["A"], s["rounds"]["B"]
+            rps = lambda rounds: sorted(r["rps"] for r in rounds)
+            median = lambda values: statistics.median(values)
+            ratios = sorted(y["rps"] / x["rps"] for x, y in zip(a, b))
+            cpu = lambda rounds: [1e6 * r["cpu_seconds"]["process"] / max(r["requests"], 1) for r in rounds]
+            cpu_ratios = sorted(y / x for x, y in zip(cpu(a), cpu(b)) if x)
+            middle = lambda rounds: sorted(rounds, key=lambda r: r["rps"])[len(rounds) // 2]["latency_us"]
+            la, lb = middle(a), middle(b)
+            print(f"| {store['store']} | {s['scenario']} | {median(rps(a)):,.0f} ({min(rps(a)):,.0f}-{max(rps(a)):,.0f}) "
+                  f"| {median(rps(b)):,.0f} ({min(rps(b)):,.0f}-{max(rps(b)):,.0f}) "
+                  f"| {median(ratios):.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f}) "
+                  f"| {per_request_us(a, 'process'):,.1f} | {per_request_us(b, 'process'):,.1f} "
+                  f"| {median(cpu_ratios):.3f} ({cpu_ratios[0]:.3f}-{cpu_ratios[-1]:.3f}) "
+                  f"| {la['p50']:,} / {la['p99']:,} | {lb['p50']:,} / {lb['p99']:,} |")
 
 
 def postgres_urls(base, schema):
@@ -1101,19 +1197,26 @@ def run_mix(args):
                  "--big-organizations", str(shape["big"]), "--meta", meta_path], stdout=out)
         with open(meta_path) as file:
             meta = json.load(file)
+        def one_store(store, urls):
+            if args.compare:
+                return compare_store(store, urls, data_file, meta_path, meta, args, env, work)
+            return mix_store(store, urls, data_file, meta_path, meta, modes, args, env, work)
+
         if not args.skip_sqlite:
             urls = {"import": f"sqlite://{work}/mix.db"}
             urls["serve"] = urls["writer"] = urls["import"]
-            stores.append(mix_store("SQLite", urls, data_file, meta_path, meta, modes, args, env, work))
+            stores.append(one_store("SQLite", urls))
         if args.postgres:
             schema = f"proxydeck_mix_{os.getpid()}"
             run(["psql", args.postgres, "-qc", f"DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"])
             try:
-                stores.append(mix_store("PostgreSQL", postgres_urls(args.postgres, schema), data_file, meta_path,
-                                        meta, modes, args, env, work))
+                stores.append(one_store("PostgreSQL", postgres_urls(args.postgres, schema)))
             finally:
                 run(["psql", args.postgres, "-qc", f"DROP SCHEMA IF EXISTS {schema} CASCADE"])
-    report_mix(stores, shape, args)
+    if args.compare:
+        report_compare(stores, shape, args)
+    else:
+        report_mix(stores, shape, args)
     if args.json_out:
         with open(args.json_out, "w") as out:
             json.dump({"shape": shape, "settings": {k: getattr(args, k) for k in settings},
@@ -1137,12 +1240,18 @@ def main():
     parser.add_argument("--keep", metavar="DIR",
                         help="with --mix: work in DIR and leave what is made there (data, SQLite store, tokens, "
                              "request files) for a profile afterwards")
+    parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                        help="with --mix: two proxydeck binaries (a build before and after a change) serve the "
+                             "same store side by side, caches off, no writer, and each scenario's rounds "
+                             "alternate between them (A B A B); prints each one's figures and B/A")
     mix = parser.add_argument_group("with --mix, to try small custom sizes and short runs")
     for flag in ("projects", "organizations", "users", "seconds", "rounds"):
         mix.add_argument(f"--{flag}", type=int)
     args = parser.parse_args()
     if args.skip_sqlite and not (args.mix and args.postgres):
         parser.error("--skip-sqlite goes with --mix --postgres URL")
+    if args.compare and not args.mix:
+        parser.error("--compare goes with --mix")
     if args.mix:
         run_mix(args)
         return

@@ -17,3 +17,8 @@ pub mod metrics;
 pub mod rate_limit;
 pub mod store;
 pub mod telemetry;
+
+/// The commit this binary was built from (build.rs): 12 hex digits, with
+/// `-dirty` when tracked files had changes, or `unknown` outside a git
+/// checkout (`PROXYDECK_BUILD_COMMIT` at build time overrides it).
+pub const BUILD_COMMIT: &str = env!("PROXYDECK_COMMIT");

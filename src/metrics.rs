@@ -67,6 +67,8 @@ const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
 /// thread.
 struct Recorder {
     prometheus: PrometheusHandle,
+    /// The `process_*` metrics, read from the system at each scrape.
+    process: metrics_process::Collector,
     token_cache_hits: Counter,
     token_cache_misses: Counter,
     rate_limit_rejections: Counter,
@@ -98,6 +100,8 @@ fn recorder() -> &'static Recorder {
             tracing::warn!("another metrics recorder is installed; /metrics will stay empty");
         }
         describe();
+        let process = metrics_process::Collector::default();
+        process.describe();
         let upkeep = prometheus.clone();
         let spawned = std::thread::Builder::new()
             .name("metrics-upkeep".into())
@@ -114,6 +118,7 @@ fn recorder() -> &'static Recorder {
         // before the first event.
         Recorder {
             prometheus,
+            process,
             token_cache_hits: counter!(TOKEN_CACHE_HITS),
             token_cache_misses: counter!(TOKEN_CACHE_MISSES),
             rate_limit_rejections: counter!(RATE_LIMIT_REJECTIONS),
@@ -205,15 +210,18 @@ fn describe() {
     gauge!(
         BUILD_INFO,
         "version" => env!("CARGO_PKG_VERSION"),
+        "commit" => crate::BUILD_COMMIT,
         "profile" => if cfg!(debug_assertions) { "debug" } else { "release" },
     )
     .set(1.0);
 }
 
-/// The exposition text: the pools' use is read now, then everything is
-/// rendered.
+/// The exposition text: the pools' use and the process's figures are read
+/// now, then everything is rendered.
 pub fn render(pools: &[PoolUse]) -> String {
-    let prometheus = &recorder().prometheus;
+    let recorder = recorder();
+    recorder.process.collect();
+    let prometheus = &recorder.prometheus;
     for pool in pools {
         let name = pool.pool;
         gauge!(POOL_SIZE, "pool" => name).set(pool.max_size as f64);

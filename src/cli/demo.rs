@@ -57,6 +57,8 @@ pub async fn run(
             "proxydeck demo: {} organizations, {} users, {} projects, {} proxy settings revisions\n\
              serving on {url}\n\n\
              token: {secret}\n\n\
+             for the terminal client (then: proxydeck projects list):\n  \
+             export PROXYDECK_URL='{url}' PROXYDECK_TOKEN='{secret}'\n\n\
              try:\n  \
              curl -H 'Authorization: Bearer {secret}' '{url}/v1/projects?limit=5'\n  \
              curl -H 'Authorization: Bearer {secret}' '{url}/v1/projects?organization_id={GLOBEX}&order_direction=ASC'\n  \

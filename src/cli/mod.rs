@@ -3,6 +3,7 @@
 
 mod admin;
 mod client;
+mod completions;
 mod config;
 mod demo;
 mod duration;
@@ -35,7 +36,7 @@ use duration::parse_duration;
 #[derive(Parser)]
 #[command(
     name = "proxydeck",
-    version,
+    version = version(),
     about = "Serves the management listings of an edge proxy platform: projects, API tokens and proxy settings.",
     after_help = "Examples:\n  proxydeck demo                      # demo data on ./proxydeck.db, served on 127.0.0.1:8080\n  proxydeck serve --listen 0.0.0.0:8080 --database sqlite:///var/lib/proxydeck/data.db\n  proxydeck --config /etc/proxydeck.toml config check\n  proxydeck admin token create --user demo-user --name ci --expires-in 90d --json"
 )]
@@ -92,6 +93,15 @@ pub struct Cli {
 
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--version`: the package's version and the commit it was built from.
+fn version() -> String {
+    format!(
+        "{} (commit {})",
+        env!("CARGO_PKG_VERSION"),
+        crate::BUILD_COMMIT
+    )
 }
 
 #[derive(Subcommand)]
@@ -155,6 +165,16 @@ enum Command {
         #[command(subcommand)]
         command: config::ConfigCommand,
     },
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    #[command(
+        after_help = "Examples:\n  proxydeck completions bash > ~/.local/share/bash-completion/completions/proxydeck\n  proxydeck completions zsh > ~/.zfunc/_proxydeck   # with fpath+=(~/.zfunc) in ~/.zshrc\n  proxydeck completions fish > ~/.config/fish/completions/proxydeck.fish"
+    )]
+    Completions(completions::CompletionsArgs),
+    /// Write the manual pages: one for proxydeck and one for each command (proxydeck-serve.1, ...).
+    #[command(
+        after_help = "Example:\n  proxydeck man --dir ~/.local/share/man/man1 && man proxydeck-admin-token-create"
+    )]
+    Man(completions::ManArgs),
 }
 
 #[derive(Args, Debug)]
@@ -547,6 +567,8 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
             args.options(effective)?;
             config::print(effective, &out)
         }
+        Command::Completions(args) => completions::completions(&args),
+        Command::Man(args) => completions::man(&args, &out),
     }
 }
 

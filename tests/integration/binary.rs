@@ -108,6 +108,15 @@ pub(crate) fn one_json_document(text: &str) -> Value {
 pub(crate) fn proxydeck(cwd: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_proxydeck"));
     command.current_dir(cwd);
+    without_our_environment(&mut command);
+    command.env("XDG_CONFIG_HOME", cwd.join(".config"));
+    command
+}
+
+/// Takes from `command`'s environment what would change what the binary
+/// does: every `PROXYDECK_` variable, proxies, `RUST_LOG`, `NO_COLOR`
+/// and `COLUMNS`.
+pub(crate) fn without_our_environment(command: &mut Command) {
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("PROXYDECK_") {
             command.env_remove(&key);
@@ -127,9 +136,33 @@ pub(crate) fn proxydeck(cwd: &Path) -> Command {
     command
         .env_remove("RUST_LOG")
         .env_remove("NO_COLOR")
-        .env_remove("COLUMNS")
-        .env("XDG_CONFIG_HOME", cwd.join(".config"));
-    command
+        .env_remove("COLUMNS");
+}
+
+/// The commit the binary says it was built from (`--version`, the metrics'
+/// `proxydeck_build_info`), as this checkout tells it: what
+/// `PROXYDECK_BUILD_COMMIT` gave the build, else `git rev-parse
+/// --short=12 HEAD`, else `unknown` (not a git checkout). The binary adds
+/// `-dirty` when tracked files had changes: see [`commit_of_build`].
+pub(crate) fn checkout_commit() -> String {
+    if let Some(given) = option_env!("PROXYDECK_BUILD_COMMIT").filter(|c| !c.trim().is_empty()) {
+        return given.trim().to_owned();
+    }
+    let output = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output();
+    match output {
+        Ok(output) if output.status.success() => {
+            String::from_utf8(output.stdout).unwrap().trim().to_owned()
+        }
+        _ => "unknown".to_owned(),
+    }
+}
+
+/// A commit as the binary shows it, without the `-dirty` mark.
+pub(crate) fn commit_of_build(shown: &str) -> &str {
+    shown.strip_suffix("-dirty").unwrap_or(shown)
 }
 
 /// Runs `command` to its end (at most [`COMMAND_DEADLINE`]), feeding it

@@ -15,7 +15,7 @@ use proxydeck::store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::binary::Sandbox;
+use crate::binary::{Sandbox, checkout_commit, commit_of_build};
 use crate::helpers::*;
 
 // ----- A Prometheus exposition, parsed -----
@@ -399,9 +399,13 @@ async fn metrics_move_when_requests_are_made() {
         );
     }
     // Prometheus conventions: a type and a help text for each family,
-    // counters end in _total, durations are in seconds.
+    // counters end in _total, durations are in seconds; the service's own
+    // are named proxydeck_, the process's process_ (as every exporter's).
     for (family, kind) in &after.types {
-        assert!(family.starts_with("proxydeck_"), "{family}");
+        assert!(
+            family.starts_with("proxydeck_") || family.starts_with("process_"),
+            "{family}"
+        );
         assert!(after.helped.contains(family), "{family} has no help");
         match kind.as_str() {
             "counter" => assert!(family.ends_with("_total"), "{family}"),
@@ -410,6 +414,76 @@ async fn metrics_move_when_requests_are_made() {
             other => panic!("{family}: unexpected type {other}"),
         }
     }
+}
+
+/// The process's own figures, read at the scrape, beside the service's;
+/// the build's labels name the commit of this checkout.
+#[tokio::test]
+async fn metrics_show_the_process_and_the_commit_of_the_build() {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let sandbox = Sandbox::new();
+    let server = sandbox.serve(&[]);
+    let first = scrape(&server.client, server.address).await;
+    let one = |exposition: &Exposition, name: &str| {
+        let samples: Vec<&Sample> = exposition.matching(name, &[]).collect();
+        assert_eq!(samples.len(), 1, "{name}");
+        assert!(samples[0].labels.is_empty(), "{name}");
+        samples[0].value
+    };
+    assert!(one(&first, "process_resident_memory_bytes") > 1e6);
+    assert!(
+        one(&first, "process_virtual_memory_bytes") >= one(&first, "process_resident_memory_bytes")
+    );
+    // stdin, stdout, stderr, the listener, the database file at least.
+    let open = one(&first, "process_open_fds");
+    assert!(open >= 5.0, "{open}");
+    assert!(one(&first, "process_max_fds") >= open);
+    assert!(one(&first, "process_threads") >= 2.0);
+    assert!(one(&first, "process_cpu_seconds_total") >= 0.0);
+    // Started by this test: whole seconds, from the boot time's whole
+    // seconds and the clock's ticks, hence a second or two either way.
+    let start = one(&first, "process_start_time_seconds");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        start >= started - 2.0 && start <= now + 2.0,
+        "started at {start}, the test between {started} and {now}"
+    );
+    for (family, kind) in [
+        ("process_cpu_seconds_total", "counter"),
+        ("process_resident_memory_bytes", "gauge"),
+        ("process_open_fds", "gauge"),
+        ("process_start_time_seconds", "gauge"),
+    ] {
+        assert_eq!(first.types.get(family).map(String::as_str), Some(kind));
+        assert!(first.helped.iter().any(|f| f == family), "{family}");
+    }
+
+    // Read at each scrape: 20 more connections are 20 more descriptors.
+    let held: Vec<std::net::TcpStream> = (0..20)
+        .map(|_| std::net::TcpStream::connect(server.address).unwrap())
+        .collect();
+    eventually("the server accepts the 20 connections", || async {
+        let exposition = scrape(&server.client, server.address).await;
+        exposition.value("proxydeck_http_connections", &[("listener", "api")]) >= 21.0
+    })
+    .await;
+    let more = scrape(&server.client, server.address).await;
+    assert!(one(&more, "process_open_fds") >= open + 20.0);
+    drop(held);
+
+    let build: Vec<&Sample> = first.matching("proxydeck_build_info", &[]).collect();
+    assert_eq!(build.len(), 1);
+    assert_eq!(build[0].value, 1.0);
+    let commit = &build[0].labels["commit"];
+    assert_eq!(commit_of_build(commit), checkout_commit(), "{commit}");
+    assert_eq!(build[0].labels["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(build[0].labels["profile"], "debug");
 }
 
 /// A 429 counts as a rejection; the operator's endpoints are never

@@ -12,6 +12,7 @@ use crate::binary::*;
 use crate::helpers::*;
 
 mod commands;
+mod completions;
 mod directory;
 mod import;
 mod readme;

@@ -1,5 +1,5 @@
 //! Every command of the README, run as printed against a fresh demo: the
-//! `proxydeck`, `curl` and `export` lines of its `sh` blocks, in order,
+//! `proxydeck`, `curl`, `mkdir` and `export` lines of its `sh` blocks, in order,
 //! each in a shell that has the block's earlier `export`s.
 //!
 //! The test changes only what a reader would: the demo's address for
@@ -138,7 +138,7 @@ fn every_command_of_the_readme_works_on_a_fresh_demo() {
                 continue;
             }
             assert!(
-                matches!(program, "proxydeck" | "curl"),
+                matches!(program, "proxydeck" | "curl" | "mkdir"),
                 "the README runs {program:?}, which this test neither runs nor lists in NOT_RUN: {line}"
             );
             let mut script = exports.join("\n");
@@ -150,21 +150,33 @@ fn every_command_of_the_readme_works_on_a_fresh_demo() {
                 .current_dir(sandbox.path())
                 .env("PATH", &path)
                 .env("TOKEN", &token)
-                // `login` keeps its profile in the sandbox.
-                .env("XDG_CONFIG_HOME", sandbox.path().join(".config"))
-                .env_remove("RUST_LOG");
-            for (key, _) in std::env::vars_os() {
-                if key.to_string_lossy().starts_with("PROXYDECK_") {
-                    command.env_remove(&key);
-                }
-            }
+                // `login`'s profile and the completion scripts stay in
+                // the sandbox.
+                .env("HOME", sandbox.path())
+                .env("XDG_CONFIG_HOME", sandbox.path().join(".config"));
+            without_our_environment(&mut command);
             // What a reader types when asked (only `login` asks: the token).
             let out = finish(command, Some(&format!("{token}\n")));
             assert!(
                 out.status.success(),
                 "the README's command failed on the demo: {line}\n{out:#?}"
             );
-            let printed = out.stdout.trim();
+            if program == "mkdir" {
+                continue;
+            }
+            // A line that writes to a file prints nothing; the file must
+            // then hold something.
+            let code = line.split(" #").next().expect("a line");
+            let printed = match code.split_once(" > ") {
+                Some((_, target)) => {
+                    let target = target.split_whitespace().next().expect("a file");
+                    let target = target.replacen('~', &sandbox.path().display().to_string(), 1);
+                    std::fs::read_to_string(&target)
+                        .unwrap_or_else(|e| panic!("{line}: cannot read {target}: {e}"))
+                }
+                None => out.stdout.clone(),
+            };
+            let printed = printed.trim();
             assert!(
                 !printed.is_empty() && printed != "[]" && !printed.contains("\"data\":[]"),
                 "the README's command finds nothing on the demo: {line}\n{out:#?}"

@@ -51,6 +51,43 @@ async fn demo_prints_url_and_token_then_serves_demo_data() {
 }
 
 #[tokio::test]
+async fn the_demo_prints_the_terminal_clients_environment() {
+    let sandbox = Sandbox::new();
+    let server = Server::start(|listen| sandbox.command(&["demo", "--listen", listen]));
+    let export = std::iter::repeat_with(|| server.stdout_line())
+        .map(|line| line.trim().to_owned())
+        .find(|line| line.starts_with("export "))
+        .expect("an export line");
+    assert!(
+        export.contains("PROXYDECK_URL=") && export.contains("PROXYDECK_TOKEN="),
+        "{export}"
+    );
+
+    // A shell that evaluates the line as printed, then runs the client
+    // with nothing else: the demo's first page, as the API answers it.
+    let mut command = std::process::Command::new("sh");
+    without_our_environment(&mut command);
+    command
+        .current_dir(sandbox.path())
+        .arg("-c")
+        .arg(format!("{export}\nexec \"$0\" projects list --json"))
+        .arg(env!("CARGO_BIN_EXE_proxydeck"));
+    let listed = finish(command, None).json();
+    let token = export
+        .split("PROXYDECK_TOKEN=")
+        .nth(1)
+        .unwrap()
+        .trim_matches('\'');
+    let (status, page) = server.get("/v1/projects", token).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(!page["data"].as_array().unwrap().is_empty(), "{page}");
+    assert_eq!(
+        listed, page["data"],
+        "the client's list is not the first page"
+    );
+}
+
+#[tokio::test]
 async fn demo_runs_twice_on_the_same_file() {
     let sandbox = Sandbox::new();
     let (first, started) = start_demo(&sandbox);
