@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use clap::{Args, Command, CommandFactory};
 use clap_complete::Shell;
 
-use super::{Cli, Output};
+use super::{Cli, Output, config};
 
 #[derive(Args)]
 pub struct CompletionsArgs {
@@ -31,12 +31,18 @@ pub struct ManArgs {
 /// called.
 const NAME: &str = "proxydeck";
 
+/// The command line as `--help` shows it: the client commands without the
+/// server's flags.
+fn defined() -> Command {
+    config::client_help(Cli::command())
+}
+
 /// Prints the completion script on stdout.
 pub fn completions(args: &CompletionsArgs) -> anyhow::Result<()> {
     // Written whole, not through clap_complete's writer, which panics when
     // the reader has gone (`proxydeck completions bash | head`).
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), NAME, &mut script);
+    clap_complete::generate(args.shell, &mut defined(), NAME, &mut script);
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&script)?;
     stdout.flush()?;
@@ -49,7 +55,7 @@ pub fn man(args: &ManArgs, out: &Output) -> anyhow::Result<()> {
     let dir = &args.dir;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot make the folder {}", dir.display()))?;
-    let mut command = Cli::command().name(NAME).disable_help_subcommand(true);
+    let mut command = defined().name(NAME).disable_help_subcommand(true);
     // Gives each subcommand its page's name (`proxydeck-serve`) and the
     // global flags.
     command.build();

@@ -245,7 +245,7 @@ pub(super) const CLIENT_COMMANDS: [&str; 6] = [
 /// passes down to its subcommands instead of the shown original. Made
 /// last, after the file's values became the flags' defaults, so that the
 /// copies carry them.
-fn client_help(command: Command) -> Command {
+pub(super) fn client_help(command: Command) -> Command {
     let hidden: Vec<Arg> = command
         .get_arguments()
         .filter(|arg| arg.is_global_set() && arg.get_id() != "json")
