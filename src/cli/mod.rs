@@ -499,10 +499,12 @@ fn url_with_password_file(
 }
 
 async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
-    let database =
-        DatabaseUrl::parse(&cli.database).map_err(|why| effective.refuse("database", why))?;
-    let database =
-        match (database, cli.database_password_file.as_deref()) {
+    // Only the commands that open the store (and `config check`) read
+    // the database's settings: a client is not refused for them.
+    let database = || -> anyhow::Result<DatabaseUrl> {
+        let database =
+            DatabaseUrl::parse(&cli.database).map_err(|why| effective.refuse("database", why))?;
+        Ok(match (database, cli.database_password_file.as_deref()) {
             (DatabaseUrl::Postgres(url), Some(file)) => DatabaseUrl::Postgres(
                 url_with_password_file(&url, Some(file), "database-password-file", effective)?,
             ),
@@ -513,7 +515,8 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
                 ));
             }
             (database, None) => database,
-        };
+        })
+    };
     let out = Output {
         json: cli.json.is_some(),
     };
@@ -530,7 +533,7 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
                 caches: args.caches,
                 ..store_options
             };
-            let store = store::open(&database, &store_options).await?;
+            let store = store::open(&database()?, &store_options).await?;
             let service = Service::bind(store, options).await?;
             service.run(shutdown).await;
             Ok(())
@@ -540,16 +543,16 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
                 caches: args.caches,
                 ..store_options
             };
-            demo::run(&database, &store_options, args.options(effective)?, &out).await
+            demo::run(&database()?, &store_options, args.options(effective)?, &out).await
         }
         Command::Migrate => {
-            store::open(&database, &store_options).await?;
+            store::open(&database()?, &store_options).await?;
             out.print(&serde_json::json!({"migrated": true}), || {
                 "the schema is up to date".into()
             })
         }
         Command::Admin { command } => {
-            let store = store::open(&database, &store_options).await?;
+            let store = store::open(&database()?, &store_options).await?;
             admin::run(command, store, &out).await
         }
         Command::Projects { command } => client::run(client::Listing::Projects(command)).await,
@@ -564,6 +567,7 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
         Command::Config {
             command: config::ConfigCommand::Check(args),
         } => {
+            database()?;
             args.options(effective)?;
             config::print(effective, &out)
         }

@@ -252,3 +252,26 @@ async fn client_help_shows_client_flags_only() {
     assert_eq!(items, expected);
     assert!(!world.cwd.path().join("never-opened.db").exists());
 }
+
+/// The server's settings are not the client's business: a database URL
+/// that the server would refuse, left in the environment, stops neither
+/// a client command nor `completions`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_ignores_the_servers_database_settings() {
+    let world = world().await;
+    let expected = world.data("/v1/projects?limit=5").await;
+    let mut command = world.bare(&["projects", "list", "--limit", "5"]);
+    command
+        .env("PROXYDECK_URL", world.url())
+        .env("PROXYDECK_TOKEN", &world.secret)
+        .env("PROXYDECK_DATABASE_URL", "mysql://nowhere");
+    assert_eq!(finish(command, None).json(), Value::Array(expected));
+
+    let mut command = world.bare(&["completions", "bash"]);
+    command.env("PROXYDECK_DATABASE_URL", "mysql://nowhere");
+    let out = finish(command, None);
+    assert!(
+        out.status.success() && out.stdout.contains("proxydeck"),
+        "{out:#?}"
+    );
+}
