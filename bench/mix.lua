@@ -3,9 +3,11 @@
 --
 --   wrk -t2 -c32 -d10s -s bench/mix.lua http://127.0.0.1:PORT -- FILE [DELAY_MS]
 --
--- FILE holds lines `TOKEN<TAB>PATH` (PATH with its query). Each request
--- sends `Authorization: Bearer TOKEN` and `Accept-Encoding: identity` (what
--- is measured is the service, not gzip). Each wrk thread starts at its own
+-- FILE holds lines `TOKEN<TAB>PATH` (PATH with its query), each a GET, or
+-- `TOKEN<TAB>PATH<TAB>METHOD<TAB>BODY` (BODY: JSON on one line), sent with
+-- `Content-Type: application/json`. Each request sends `Authorization:
+-- Bearer TOKEN` and `Accept-Encoding: identity` (what is measured is the
+-- service, not gzip). Each wrk thread starts at its own
 -- offset in the file (spread by the golden ratio, whatever the number of
 -- threads, by bytes) and its connections take the lines that follow, in
 -- turn, starting again at the top after the last. Lines are read as they
@@ -101,7 +103,15 @@ function request()
       line = next_line()
       tab = line:find("\t", 1, true)
    end
-   return "GET " .. line:sub(tab + 1) .. host_headers .. line:sub(1, tab - 1) .. "\r\n\r\n"
+   local token, rest = line:sub(1, tab - 1), line:sub(tab + 1)
+   local method_at = rest:find("\t", 1, true)
+   if not method_at then
+      return "GET " .. rest .. host_headers .. token .. "\r\n\r\n"
+   end
+   local body_at = rest:find("\t", method_at + 1, true)
+   local body = rest:sub(body_at + 1)
+   return rest:sub(method_at + 1, body_at - 1) .. " " .. rest:sub(1, method_at - 1) .. host_headers ..
+      token .. "\r\nContent-Type: application/json\r\nContent-Length: " .. #body .. "\r\n\r\n" .. body
 end
 
 function delay()

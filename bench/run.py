@@ -31,8 +31,12 @@ connection" (bench-agency, latency alone). Load comes from `wrk` (Debian's
 package, installed with apt-get when missing) running bench/mix.lua, which
 sends each request from the next line of the file. While it runs,
 `bench_store write` makes about 50 writes a second through the store's
-write paths (projects imported again, tokens created and revoked). Each
-store runs twice, with the server's caches on and off (`--caches none`,
+write paths (projects imported again, tokens created and revoked). After
+the read scenarios, the HTTP write runs: createProject and updateProject
+over the management API (bench/mix.lua sends those lines as POSTs), at
+full speed and paced at about 100 a second, while readers run the mix at
+half its maximum rate; they give writes per second and the readers' p99
+next to the mix's target. Each store runs twice, with the server's caches on and off (`--caches none`,
 when the binary has the flag). For each scenario: requests/s at full load
 in rounds alternating with the ceiling (`examples/ceiling.rs`, the same
 HTTP stack answering a fixed body of the scenario's mean response size,
@@ -49,6 +53,7 @@ $CARGO_TARGET_DIR/release (default: target/release beside this folder).
 
 import argparse
 import bisect
+import concurrent.futures
 import contextlib
 import itertools
 import json
@@ -333,6 +338,10 @@ BENCH_STORE = os.path.join(RELEASE, "examples", "bench_store")
 # The names `bench_store mint` gives a user's tokens, in turn.
 MINT_NAMES = ("ci", "deploy", "laptop", "terraform", "monitoring")
 WRITES_PER_SECOND = 50
+# The HTTP write runs (write_runs): connections of the writers, and the
+# rate of the paced run (a busy platform team's provisioning, and more).
+WRITE_CONNECTIONS = 4
+HTTP_WRITES_PER_SECOND = 100
 SERVE_APPLICATION = "proxydeck-bench-serve"  # the server's PostgreSQL application_name
 WRITER_APPLICATION = "proxydeck-bench-writer"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -529,6 +538,46 @@ def make_request_files(data, folder, lines, pool_size, seed):
     return files
 
 
+def make_write_files(data, folder, lines, pool_size, seed):
+    """Writes the request files of the HTTP write runs (lines `TOKEN<TAB>
+    PATH<TAB>METHOD<TAB>BODY`, see bench/mix.lua) into `folder`; answers
+    {run: path}. Tokens from a pool drawn as the readers' are. "creates":
+    createProject in one of the caller's organizations (every mix user is
+    an admin in each of its own), each slug new (`seed` is in the slugs,
+    so that each server run of a store has slugs of its own); "updates":
+    updateProject, a new description on a project the caller may change;
+    "writes": both, alternating. A file is never asked past its end in a
+    run (one wrk thread walks it from the top), so no create repeats."""
+    rng = random.Random(seed)
+    pool = token_pool(data, rng, pool_size)
+
+    def create(k):
+        user, secret = rng.choice(pool)
+        organization = rng.choice([n for n in data.organizations_of[user]])
+        body = {"organization_id": org_id(organization), "slug": f"bench-{seed}-{k}",
+                "description": f"made by the write benchmark ({k})"}
+        return secret, "/v1/projects", "POST", body
+
+    def update(k):
+        user, secret = rng.choice(pool)
+        body = {"description": f"changed by the write benchmark ({k})"}
+        return secret, f"/v1/projects/{project_id(data.visible_project(user, rng))}", "POST", body
+
+    contents = {
+        "creates": (create(k) for k in range(lines)),
+        "updates": (update(k) for k in range(lines)),
+        "writes": ((create if k % 2 else update)(lines + k) for k in range(lines)),
+    }
+    os.makedirs(folder, exist_ok=True)
+    files = {}
+    for name, requests in contents.items():
+        files[name] = os.path.join(folder, f"{name}-{seed}.tsv")
+        with open(files[name], "w") as out:
+            out.writelines(f"{secret}\t{path}\t{method}\t{json.dumps(body)}\n"
+                           for secret, path, method, body in requests)
+    return files
+
+
 def cpu_seconds(pid):
     """A process's CPU time so far, user and system (/proc/PID/stat's utime
     and stime)."""
@@ -702,10 +751,10 @@ def parent_of_or_none(pid):
         return None
 
 
-def wrk(url, requests_file, seconds, connections, delay_ms=None, count_status=False):
+def wrk(url, requests_file, seconds, connections, delay_ms=None, count_status=False, threads=2):
     """One wrk run of bench/mix.lua on `requests_file`; answers its JSON
-    line (see mix.lua). Two threads (one for one connection)."""
-    args = ["wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s",
+    line (see mix.lua). Two threads by default (one for one connection)."""
+    args = ["wrk", f"-t{min(threads, connections)}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s",
             "-s", MIX_LUA, url, "--", requests_file]
     if delay_ms is not None:
         args.append(f"{delay_ms:.4f}")
@@ -717,12 +766,13 @@ def wrk(url, requests_file, seconds, connections, delay_ms=None, count_status=Fa
     return json.loads(results[-1])
 
 
-def measure_mix(scenario, target, url, requests_file, seconds, connections, args, meter, delay_ms=None):
+def measure_mix(scenario, target, url, requests_file, seconds, connections, args, meter, delay_ms=None,
+                threads=2):
     """`seconds` of wrk on `target` (the service or the ceiling) with the
     scenario's requests file: throughput, latency (µs), CPU. Stops the run
     when any answer was not 2xx or any socket error happened."""
     before = meter.snapshot()
-    result = wrk(url, requests_file, seconds, connections, delay_ms, count_status=args.quick)
+    result = wrk(url, requests_file, seconds, connections, delay_ms, count_status=args.quick, threads=threads)
     spent = meter.spent(before, meter.snapshot())
     errors = result["errors"]
     if result["non_2xx"] or any(errors.values()):
@@ -853,6 +903,46 @@ def mix_scenario(name, paced_too, connections, base, requests_file, meter, args,
     return result
 
 
+def together(*calls):
+    """Runs `calls` at once (each in a thread); answers their results in
+    order, raising the first failure."""
+    with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
+        return [future.result() for future in [pool.submit(call) for call in calls]]
+
+
+def write_runs(mix, base, files, meter, args):
+    """Creates and updates over the HTTP management API while readers run
+    the mix at half its maximum rate (the very delay of the mix scenario's
+    paced run, so that they ask the same rate). Four runs of
+    `args.paced_seconds`: the readers alone; with creates at full speed;
+    with updates at full speed (each WRITE_CONNECTIONS connections, no
+    pause); with creates and updates alternating at about
+    HTTP_WRITES_PER_SECOND. Every answer, readers' and writers', must be
+    2xx. Answers the figures of each run."""
+    delay = mix["half"]["delay_ms"]
+    connections = mix["connections"]
+    log(f"  writes over HTTP: readers of the mix at {mix['half']['target_rps']:,.0f} requests/s asked, "
+        f"{args.paced_seconds} s a run")
+
+    def readers():
+        return measure_mix("mix (readers)", "proxydeck", base, files["mix"], args.paced_seconds, connections,
+                           args, meter, delay)
+
+    def writers(name, delay_ms=None):
+        return lambda: measure_mix(f"{name} over HTTP", "proxydeck", base, files[name], args.paced_seconds,
+                                   WRITE_CONNECTIONS, args, meter, delay_ms, threads=1)
+
+    runs = [{"run": "readers alone", "readers": readers()}]
+    for name, label in (("creates", "createProject at full speed"), ("updates", "updateProject at full speed")):
+        reading, writing = together(readers, writers(name))
+        runs.append({"run": label, "readers": reading, "writes": writing})
+    paced_delay = 1000 * WRITE_CONNECTIONS / HTTP_WRITES_PER_SECOND
+    reading, writing = together(readers, writers("writes", paced_delay))
+    runs.append({"run": f"creates and updates at about {HTTP_WRITES_PER_SECOND}/s", "readers": reading,
+                 "writes": writing})
+    return {"ceiling_p99_us": mix["half_ceiling"]["latency_us"]["p99"], "runs": runs}
+
+
 class Writer:
     """`bench_store write` beside the server: about WRITES_PER_SECOND writes
     a second through the store's own write paths, until `stop()`."""
@@ -903,9 +993,10 @@ def warm_file_cache(database):
                     pass
 
 
-def mix_mode(store, caches, flags, urls, files, meta_path, args, env, work, seed):
+def mix_mode(store, caches, flags, urls, files, data, meta_path, args, env, work, seed):
     """One server (caches on or off) and one writer on an imported store:
-    every scenario. Answers the figures, the writer's counts, peak RSS."""
+    every scenario, then the HTTP write runs. Answers the figures, the
+    writer's counts, peak RSS."""
     warm_file_cache(urls["serve"])
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -923,6 +1014,9 @@ def mix_mode(store, caches, flags, urls, files, meta_path, args, env, work, seed
         try:
             scenarios = [mix_scenario(name, paced_too, connections, base, files[name], meter, args, env, work)
                          for name, paced_too, connections in MIX_SCENARIOS]
+            write_files = make_write_files(data, os.path.join(work, f"requests-{store}"),
+                                           max(args.lines // 2, 10_000), args.pool, seed)
+            http_writes = write_runs(scenarios[0], base, {**files, **write_files}, meter, args)
         finally:
             writes = writer.stop()
             meter.close()
@@ -932,21 +1026,22 @@ def mix_mode(store, caches, flags, urls, files, meta_path, args, env, work, seed
         rss = server.peak_rss_mib()
     finally:
         server.stop()
-    return {"caches": caches, "scenarios": scenarios, "writer": writes, "rss_mib": rss,
+    return {"caches": caches, "scenarios": scenarios, "http_writes": http_writes, "writer": writes, "rss_mib": rss,
             "other_postgres_clients_seen": meter.others_seen if urls.get("admin") else None}
 
 
 def mix_store(store, urls, data_file, meta_path, meta, modes, args, env, work):
     """A store's whole run: the store prepared, then each mode (caches on, off)."""
-    prepared, files = prepare_store(store, urls, data_file, meta_path, meta, args, env, work)
-    prepared["runs"] = [mix_mode(store, caches, flags, urls, files, meta_path, args, env, work, seed=k + 1)
+    prepared, files, data = prepare_store(store, urls, data_file, meta_path, meta, args, env, work)
+    prepared["runs"] = [mix_mode(store, caches, flags, urls, files, data, meta_path, args, env, work, seed=k + 1)
                         for k, (caches, flags) in enumerate(modes)]
     return prepared
 
 
 def prepare_store(store, urls, data_file, meta_path, meta, args, env, work):
     """Import (timed), VACUUM ANALYZE on PostgreSQL, tokens, request files.
-    Answers the store's figures and the request files by scenario."""
+    Answers the store's figures, the request files by scenario and what
+    they were drawn from (a MixData)."""
     log(f"{store}: importing")
     started = time.monotonic()
     run([PROXYDECK, "--database", urls["import"], "admin", "import", data_file, "--quiet", "--json"],
@@ -967,10 +1062,10 @@ def prepare_store(store, urls, data_file, meta_path, meta, args, env, work):
         tables = psql(urls["admin"], f"SELECT tablename FROM pg_tables WHERE schemaname = '{urls['schema']}'").split()
         run(["psql", urls["admin"], "-qc", "VACUUM ANALYZE " + ", ".join(f"{urls['schema']}.{t}" for t in tables)])
     log(f"{store}: writing the request files")
-    files = make_request_files(MixData(meta, tokens), os.path.join(work, f"requests-{store}"),
-                               args.lines, args.pool, seed=1)
+    data = MixData(meta, tokens)
+    files = make_request_files(data, os.path.join(work, f"requests-{store}"), args.lines, args.pool, seed=1)
     return ({"store": store, "import_seconds": import_seconds, "mint_seconds": mint_seconds,
-             "tokens": sum(len(t) for t in tokens.values())}, files)
+             "tokens": sum(len(t) for t in tokens.values())}, files, data)
 
 
 # --compare: the scenarios driven at both binaries, and their connections
@@ -983,7 +1078,7 @@ def compare_store(store, urls, data_file, meta_path, meta, args, env, work):
     caches off, no writer; each scenario's rounds alternate between them
     (A B A B ...), so that the machine's drift and other load fall on both
     alike."""
-    prepared, files = prepare_store(store, urls, data_file, meta_path, meta, args, env, work)
+    prepared, files, _ = prepare_store(store, urls, data_file, meta_path, meta, args, env, work)
     with open(files["mix"]) as first:
         token = first.readline().split("\t", 1)[0]
     servers, meters = [], []
@@ -1140,6 +1235,26 @@ def report_mix(stores, shape, args):
                 print(f"| {store['store']} | {run_['caches']} | {s['scenario']} | {s['connections']} | "
                       f"{fl['p50']:,} | {fl['p99']:,} | {fl['p99_9']:,} | {fl['max']:,} | "
                       f"{cl['p50']:,} | {cl['p99']:,} | {cl['p99_9']:,} | {cl['max']:,} |")
+    print()
+    print(f"Writes over the HTTP management API (bench/mix.lua sending POSTs, one wrk thread, {WRITE_CONNECTIONS} "
+          f"connections) while readers run the mix paced at half its maximum rate ({args.connections} "
+          f"connections, the mix's own paced delay); {args.paced_seconds} s a run, every answer 2xx. "
+          f"Readers' p99 against the mix's target: at most 2x the ceiling's p99 at the same rate (measured in "
+          f"the mix scenario).")
+    print()
+    print("| store | caches | run | writes/s | write p50 / p99 µs | readers achieved/s | readers p50 | p99 "
+          "| p99.9 | readers' p99 / ceiling's | within 2x |")
+    print("|---|---|---|---:|---|---:|---:|---:|---:|---:|---|")
+    for store in stores:
+        for run_ in store["runs"]:
+            writes = run_["http_writes"]
+            for r in writes["runs"]:
+                w, rl = r.get("writes"), r["readers"]["latency_us"]
+                ratio = rl["p99"] / max(writes["ceiling_p99_us"], 1)
+                print(f"| {store['store']} | {run_['caches']} | {r['run']} | {fmt(w and w['rps'])} | "
+                      + (f"{w['latency_us']['p50']:,} / {w['latency_us']['p99']:,}" if w else "-")
+                      + f" | {r['readers']['rps']:,.0f} | {rl['p50']:,} | {rl['p99']:,} | {rl['p99_9']:,} | "
+                      f"{ratio:.1f} | {'yes' if ratio <= 2 else 'no'} |")
     print()
     for store in stores:
         print(f"{store['store']}: import {shape['projects'] / store['import_seconds']:,.0f} projects/s "

@@ -31,7 +31,7 @@ mod bench_data;
 use std::io::{BufWriter, Write};
 
 use bench_data::{Random, at, org_id, project, project_id, revision_of};
-use proxydeck::domain::directory::{Organization, OrganizationTag, User, UserTag};
+use proxydeck::domain::directory::{Organization, OrganizationTag, Role, User, UserTag};
 
 struct Shape {
     projects: u64,
@@ -68,6 +68,8 @@ fn organization(n: u64) -> Organization {
         object: OrganizationTag::Tag,
         id: org_id(n),
         name: format!("Organization {n}"),
+        slug: Some(format!("organization-{n}")),
+        kind: Default::default(),
         created_at: Some(at(n)),
     }
 }
@@ -77,8 +79,13 @@ fn user(id: String, organizations: Vec<String>, shape: &Shape, n: u64) -> User {
     User {
         object: UserTag::Tag,
         email: format!("{id}@bench.example"),
+        name: None,
         id,
-        organizations,
+        roles: organizations
+            .into_iter()
+            .map(|organization| (organization, Role::Admin))
+            .collect(),
+        organizations: None,
         created_at: Some(at(shape.organizations + n)),
     }
 }

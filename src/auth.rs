@@ -196,6 +196,18 @@ impl Authenticator {
         Ok(principal)
     }
 
+    /// Stops trusting the cached answer for a token (revoked on this
+    /// instance): its next use looks it up again. One pass over the cache,
+    /// paid by the rare revocation rather than by every request.
+    pub fn forget_token(&self, token_id: &str) {
+        let Some(cache) = &self.cache else { return };
+        for (digest, (principal, _)) in cache.iter() {
+            if principal.token_id == token_id {
+                cache.invalidate(&*digest);
+            }
+        }
+    }
+
     /// Writes the uses noted since the last flush. On failure they are kept
     /// for the next attempt.
     pub async fn flush_usage(&self) -> Result<(), StoreError> {

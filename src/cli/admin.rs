@@ -1,6 +1,7 @@
 //! `proxydeck admin ...`: organizations, users, tokens, projects, and
 //! moving data in and out.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,9 +11,12 @@ use clap::Subcommand;
 use super::duration::parse_duration;
 use super::{Output, table, transfer};
 use crate::domain::api_token::validate_name;
-use crate::domain::directory::{Organization, OrganizationTag, User, UserTag};
+use crate::domain::directory::{
+    self, Organization, OrganizationTag, OrganizationType, User, UserTag,
+};
 use crate::domain::ids;
 use crate::domain::time::Timestamp;
+use crate::store::writes::AuditQuery;
 use crate::store::{NewToken, Store};
 
 #[derive(Subcommand, Debug)]
@@ -44,6 +48,28 @@ pub enum AdminCommand {
     Project {
         #[command(subcommand)]
         command: ProjectCommand,
+    },
+    /// The audit log of the management API's writes, newest first: when,
+    /// who (user, token, request id), which operation on which object, and
+    /// the object's version before and after.
+    #[command(
+        after_help = "Examples:\n  proxydeck admin audit --since 24h\n  proxydeck admin audit --user USER_ID --since 2026-05-01T00:00:00Z --json"
+    )]
+    Audit {
+        /// Only records from this time on: an RFC 3339 time, or a duration
+        /// back from now (90d, 12h, 30m).
+        #[arg(long, value_name = "TIME|DURATION")]
+        since: Option<String>,
+        /// Only the writes of this user.
+        #[arg(long, value_name = "ID")]
+        user: Option<String>,
+        /// Only the writes to this object (a project id, say).
+        #[arg(long, value_name = "ID")]
+        object: Option<String>,
+        /// At most this many records, the newest (1 to 10000); narrow with
+        /// --since, --user and --object to reach older ones.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10000))]
+        limit: u32,
     },
     /// Load an NDJSON file (organizations, users, projects, proxy settings):
     /// all of it or nothing, upserting by id. Shows progress on a terminal.
@@ -91,19 +117,23 @@ pub enum OrgCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum UserCommand {
-    /// List every user with its organizations, oldest first.
+    /// List every user with its roles in its organizations, oldest first.
     #[command(after_help = "Example:\n  proxydeck admin user list")]
     List,
     /// Create a user belonging to one or more organizations.
     #[command(
-        after_help = "Example:\n  proxydeck admin user create --email ops@example.com --org 0190b7a4-0000-7000-8000-000000000001"
+        after_help = "Example:\n  proxydeck admin user create --email ops@example.com --org 0190b7a4-0000-7000-8000-000000000001:editor"
     )]
     Create {
         /// The user's email address.
         #[arg(long)]
         email: String,
-        /// An organization id; repeat for several.
-        #[arg(long = "org", required = true, value_name = "ORG_ID")]
+        /// The user's name; the part of the email before `@` when omitted.
+        #[arg(long)]
+        name: Option<String>,
+        /// An organization id and the user's role there (admin, editor or
+        /// member; admin when omitted); repeat for several.
+        #[arg(long = "org", required = true, value_name = "ORG_ID[:ROLE]")]
         organizations: Vec<String>,
         /// 1 to 64 characters of A-Z a-z 0-9 _ -; a new UUIDv7 when omitted.
         #[arg(long)]
@@ -178,12 +208,18 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
             let users = store.list_users().await?;
             out.print(&users, || {
                 table::render(
-                    &["ID", "EMAIL", "ORGANIZATIONS", "CREATED"],
+                    &["ID", "EMAIL", "NAME", "ROLES", "CREATED"],
                     users.iter().map(|u| {
+                        let roles: Vec<String> = u
+                            .roles
+                            .iter()
+                            .map(|(org, role)| format!("{org}:{}", role.as_str()))
+                            .collect();
                         vec![
                             u.id.clone(),
                             u.email.clone(),
-                            u.organizations.join(","),
+                            u.name.clone().unwrap_or_default(),
+                            roles.join(","),
                             shown(u.created_at),
                         ]
                     }),
@@ -235,6 +271,8 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
                 object: OrganizationTag::Tag,
                 id: id.unwrap_or_else(ids::new_id),
                 name,
+                slug: None,
+                kind: OrganizationType::Pro,
                 created_at: None,
             };
             organization.normalize_and_validate()?;
@@ -250,15 +288,26 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
             command:
                 UserCommand::Create {
                     email,
+                    name,
                     organizations,
                     id,
                 },
         } => {
+            let mut roles = BTreeMap::new();
+            for membership in &organizations {
+                let (organization, role) =
+                    directory::parse_membership(membership).map_err(anyhow::Error::msg)?;
+                if roles.insert(organization, role).is_some() {
+                    anyhow::bail!("--org {membership}: that organization is given twice");
+                }
+            }
             let mut user = User {
                 object: UserTag::Tag,
                 id: id.unwrap_or_else(ids::new_id),
                 email,
-                organizations,
+                name,
+                roles,
+                organizations: None,
                 created_at: None,
             };
             user.normalize_and_validate()?;
@@ -314,11 +363,73 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
                 || format!("deleted project {project_id}"),
             )
         }
+        AdminCommand::Audit {
+            since,
+            user,
+            object,
+            limit,
+        } => {
+            let since = since.map(|text| since_time(&text)).transpose()?;
+            let records = store
+                .audit(AuditQuery {
+                    since,
+                    user_id: user,
+                    object_id: object,
+                    limit,
+                })
+                .await?;
+            out.print(&records, || {
+                table::render(
+                    &[
+                        "AT",
+                        "USER",
+                        "TOKEN",
+                        "REQUEST",
+                        "OPERATION",
+                        "OBJECT",
+                        "ID",
+                        "VERSION",
+                    ],
+                    records.iter().map(|r| {
+                        let version = |v: Option<i64>| v.map_or("-".into(), |v| v.to_string());
+                        vec![
+                            r.at.to_string(),
+                            r.user_id.clone(),
+                            r.token_id.clone(),
+                            r.request_id.clone(),
+                            r.operation.clone(),
+                            r.object.clone(),
+                            r.object_id.clone(),
+                            format!(
+                                "{} -> {}",
+                                version(r.version_before),
+                                version(r.version_after)
+                            ),
+                        ]
+                    }),
+                )
+            })
+        }
         AdminCommand::Import { file, quiet } => {
             transfer::import(store.as_ref(), &file, quiet, out).await
         }
         AdminCommand::Export { file, quiet } => transfer::export(store, file, quiet, out).await,
     }
+}
+
+/// `--since`: an RFC 3339 time, or a duration back from now.
+fn since_time(text: &str) -> anyhow::Result<Timestamp> {
+    if let Ok(at) = Timestamp::parse(text) {
+        return Ok(at);
+    }
+    let back = parse_duration(text).map_err(|why| {
+        anyhow::anyhow!("--since {text:?}: neither an RFC 3339 time nor a duration ({why})")
+    })?;
+    let millis = i64::try_from(back.as_millis()).unwrap_or(i64::MAX);
+    Ok(
+        Timestamp::from_millis(Timestamp::now().as_millis().saturating_sub(millis))
+            .unwrap_or(Timestamp::now()),
+    )
 }
 
 /// A timestamp for a table cell; `-` when there is none.

@@ -17,7 +17,9 @@ use time::format_description::well_known::Rfc3339;
 
 use super::output::{Jq, Json, Style, schema_fields};
 use super::profile::{self, ProfileArg, Target};
+use super::revisions;
 use super::table::{self, Column};
+use super::writes;
 use crate::domain::pagination::{DEFAULT_LIMIT, MAX_LIMIT};
 
 /// Where the API is and as whom to call it. Unset, they come from the
@@ -108,6 +110,25 @@ pub enum ProjectsCommand {
         #[command(flatten)]
         connection: Connection,
     },
+    /// Create a project in one of your organizations (you need the admin
+    /// or editor role there).
+    #[command(
+        after_help = "Examples:\n  proxydeck projects create --org 0190b7a4-0000-7000-8000-000000000001 --slug my-shop --description 'My shop'\n  proxydeck projects create --file project.json --json id\n\nIt sends a fresh Idempotency-Key, kept across the client's own retries: a retried create never creates twice."
+    )]
+    Create(writes::ProjectCreate),
+    /// Show one project, with its ETag on a terminal (or --show-etag).
+    #[command(
+        after_help = "Examples:\n  proxydeck projects get acme-shop\n  proxydeck projects get acme-shop --jq .slug"
+    )]
+    Get(writes::ProjectGet),
+    /// Change a project's members; the ones not given stay.
+    #[command(
+        after_help = "Examples:\n  proxydeck projects update acme-shop --description 'The shop'\n  proxydeck projects update acme-shop --file changes.json --if-match '\"ETAG\"'"
+    )]
+    Update(writes::ProjectUpdate),
+    /// Delete a project (asks first on a terminal; --yes does not ask).
+    #[command(after_help = "Example:\n  proxydeck projects delete my-shop --yes")]
+    Delete(writes::Delete),
 }
 
 #[derive(Subcommand)]
@@ -127,6 +148,16 @@ pub enum TokensCommand {
         #[command(flatten)]
         connection: Connection,
     },
+    /// Create an API token of your own. Its secret is printed this once
+    /// (`token` in the JSON): store it now.
+    #[command(
+        after_help = "Examples:\n  proxydeck tokens create --name ci --expires-in 90d\n  proxydeck tokens create --name deploy --expires-at 2027-01-01T00:00:00Z --jq .token"
+    )]
+    Create(writes::TokenCreate),
+    /// Delete one of your API tokens: it stops working (asks first on a
+    /// terminal; --yes does not ask).
+    #[command(after_help = "Example:\n  proxydeck tokens delete TOKEN_ID --yes")]
+    Delete(writes::Delete),
 }
 
 #[derive(Subcommand)]
@@ -135,23 +166,51 @@ pub enum ProxySettingsCommand {
     #[command(
         after_help = "Examples:\n  proxydeck proxy-settings list acme-shop\n  proxydeck proxy-settings list acme-shop --order-direction asc --all\n  proxydeck proxy-settings list acme-shop --jq '.[] | select(.is_active) | .revision'"
     )]
-    List {
-        /// The project's id.
-        #[arg(value_name = "PROJECT_ID")]
-        project_id: String,
-        #[command(flatten)]
-        paging: Paging,
-        #[command(flatten)]
-        shape: Shape,
-        #[command(flatten)]
-        connection: Connection,
-    },
+    List(ProxySettingsList),
+    /// Show one revision of a project's proxy settings.
+    #[command(
+        after_help = "Examples:\n  proxydeck proxy-settings get acme-shop 2\n  proxydeck proxy-settings get acme-shop 2 --jq '.backends[].address'"
+    )]
+    Get(revisions::GetArgs),
+    /// Show what changed from revision A to revision B of a project's
+    /// proxy settings: description, which is active, backends (matched by
+    /// name) and routes (in order). Exits 0 whatever the differences.
+    #[command(
+        after_help = "Examples:\n  proxydeck proxy-settings diff acme-shop 1 3\n  proxydeck proxy-settings diff acme-shop 1 3 --json\n  proxydeck proxy-settings diff acme-shop 1 3 --jq '.backends[] | select(.change == \"changed\") | .name'"
+    )]
+    Diff(revisions::DiffArgs),
+    /// Create a new revision of a project's proxy settings from a JSON file
+    /// (`description`, `backends`, `routes`). A project's first revision is
+    /// active; later ones are not until activated.
+    #[command(
+        after_help = "Examples:\n  proxydeck proxy-settings create acme-shop --file revision.json\n  cat revision.json | proxydeck proxy-settings create acme-shop --file - --jq .revision\n\nIt sends a fresh Idempotency-Key, kept across the client's own retries: a retried create never creates twice."
+    )]
+    Create(writes::RevisionCreate),
+    /// Make a revision the active one (the one active before stops being
+    /// so). To roll back, activate an older revision.
+    #[command(
+        after_help = "Examples:\n  proxydeck proxy-settings activate acme-shop 3\n  proxydeck proxy-settings diff acme-shop 3 2 && proxydeck proxy-settings activate acme-shop 2   # roll back to 2"
+    )]
+    Activate(writes::RevisionActivate),
+}
+
+#[derive(Args)]
+pub struct ProxySettingsList {
+    /// The project's id.
+    #[arg(value_name = "PROJECT_ID")]
+    project_id: String,
+    #[command(flatten)]
+    paging: Paging,
+    #[command(flatten)]
+    shape: Shape,
+    #[command(flatten)]
+    connection: Connection,
 }
 
 pub enum Listing {
     Projects(ProjectsCommand),
     Tokens(TokensCommand),
-    ProxySettings(ProxySettingsCommand),
+    ProxySettings(ProxySettingsList),
 }
 
 /// What differs between the three listings.
@@ -166,13 +225,13 @@ impl Kind {
     /// The columns of the table; when the terminal is narrow the ranked
     /// ones go, lowest first.
     fn columns(self) -> &'static [Column] {
-        // The API gives organizations by id only (no name).
+        // The organization by name (`organization_names`), not its id.
         const PROJECTS: [Column; 5] = [
             Column::kept("ID"),
             Column::cut("SLUG", 20),
-            Column::dropped("TYPE", 2),
-            Column::dropped("ORGANIZATION ID", 1),
-            Column::dropped("CREATED (UTC)", 3),
+            Column::dropped("TYPE", 1),
+            Column::dropped("ORGANIZATION", 3),
+            Column::dropped("CREATED (UTC)", 2),
         ];
         const TOKENS: [Column; 6] = [
             Column::kept("ID"),
@@ -196,17 +255,20 @@ impl Kind {
         }
     }
 
-    fn row(self, item: &Value, now: OffsetDateTime) -> Vec<String> {
+    fn row(self, item: &Value, now: OffsetDateTime, names: &OrganizationNames) -> Vec<String> {
         let cell = |field: &str| table::cell(&item[field]);
         let created = || table::when(&item["created_at"], "-");
         match self {
-            Self::Projects => vec![
-                cell("id"),
-                cell("slug"),
-                cell("type"),
-                cell("organization_id"),
-                created(),
-            ],
+            Self::Projects => {
+                let organization = cell("organization_id");
+                vec![
+                    cell("id"),
+                    cell("slug"),
+                    cell("type"),
+                    names.get(&organization).cloned().unwrap_or(organization),
+                    created(),
+                ]
+            }
             Self::Tokens => {
                 let expired = item["expires_at"]
                     .as_str()
@@ -316,6 +378,15 @@ pub(super) struct Page {
 }
 
 impl Page {
+    /// The items, parsed.
+    pub(super) fn items(&self) -> anyhow::Result<Vec<Value>> {
+        self.data
+            .iter()
+            .map(|item| serde_json::from_str(item.get()))
+            .collect::<Result<_, _>>()
+            .context("the server's answer is not a listing")
+    }
+
     /// The start key of the next page, if there may be one. The token
     /// listing says nothing: a full page may have more after its last item.
     pub(super) fn next_key(&self, limit: Option<u32>) -> Option<String> {
@@ -359,7 +430,7 @@ pub async fn run(listing: Listing) -> anyhow::Result<()> {
             shape,
             connection,
         ),
-        Listing::ProxySettings(ProxySettingsCommand::List {
+        Listing::ProxySettings(ProxySettingsList {
             project_id,
             paging,
             shape,
@@ -377,6 +448,8 @@ pub async fn run(listing: Listing) -> anyhow::Result<()> {
             shape,
             connection,
         ),
+        // `cli::run` sends the other commands elsewhere.
+        Listing::Projects(_) | Listing::Tokens(_) => bail!("not a listing"),
     };
     let printing = shape.printing(kind)?;
     let client = ApiClient::new(&profile::resolve(&connection)?)?;
@@ -401,30 +474,123 @@ pub async fn run(listing: Listing) -> anyhow::Result<()> {
             Some(key) if paging.all => start_key = Some(key),
             Some(key) => {
                 let table = matches!(printer.printing, Printing::Table);
-                printer.finish()?;
+                printer.finish(&client).await?;
                 if table {
                     eprintln!("more may follow: --start-key {key} (or --all)");
                 }
                 return Ok(());
             }
-            None => return printer.finish(),
+            None => return printer.finish(&client).await,
         }
     }
 }
 
-/// An error answer of the API: its message.
+/// An error answer of the API, in one sentence: its message, and the
+/// members its `params` name when the message does not already say them.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub(super) struct Refused {
     status: StatusCode,
     message: String,
+    /// The first parameter the error names, if any.
+    param: Option<String>,
 }
 
 impl Refused {
+    fn from_answer(status: StatusCode, body: &[u8]) -> Self {
+        let error = serde_json::from_slice::<Value>(body).unwrap_or_default();
+        let said = |member: &Value| member.as_str().map(str::to_owned);
+        let message = said(&error["error"]["message"])
+            .unwrap_or_else(|| format!("the server answered {status}"));
+        let params: Vec<(String, String)> = error["error"]["params"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|param| Some((said(&param["param"])?, said(&param["message"])?)))
+            .collect();
+        let message = sentence(&message, &params);
+        Self {
+            status,
+            message,
+            param: params.into_iter().next().map(|(param, _)| param),
+        }
+    }
+
+    /// A 404: an unknown path, or a project unknown or not visible.
+    pub(super) fn is_not_found(&self) -> bool {
+        self.status == StatusCode::NOT_FOUND
+    }
+
+    /// The `start_key` named no item of the list.
+    pub(super) fn is_unknown_start_key(&self) -> bool {
+        self.status == StatusCode::BAD_REQUEST && self.param.as_deref() == Some("start_key")
+    }
+
     /// The token did not authenticate.
     pub(super) fn is_authentication(&self) -> bool {
         self.status == StatusCode::UNAUTHORIZED
     }
+}
+
+/// `message` followed by each of `params` it does not already hold, as
+/// `MEMBER RULE`; the API's "; see params" gives way to them.
+fn sentence(message: &str, params: &[(String, String)]) -> String {
+    let text = message.strip_suffix("; see params").unwrap_or(message);
+    let details: Vec<String> = params
+        .iter()
+        .map(|(param, rule)| format!("{param} {rule}"))
+        .filter(|detail| !text.contains(detail.as_str()))
+        .collect();
+    if details.is_empty() {
+        text.to_owned()
+    } else {
+        format!("{text}: {}", details.join("; "))
+    }
+}
+
+/// A request to the API: its method, path segments, query, JSON body and
+/// headers.
+pub(super) struct Request<'a> {
+    method: reqwest::Method,
+    segments: &'a [String],
+    query: &'a [(&'a str, String)],
+    body: Option<Value>,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl<'a> Request<'a> {
+    pub(super) fn new(method: reqwest::Method, segments: &'a [String]) -> Self {
+        Self {
+            method,
+            segments,
+            query: &[],
+            body: None,
+            headers: Vec::new(),
+        }
+    }
+
+    pub(super) fn query(self, query: &'a [(&'a str, String)]) -> Self {
+        Self { query, ..self }
+    }
+
+    pub(super) fn body(self, body: Value) -> Self {
+        Self {
+            body: Some(body),
+            ..self
+        }
+    }
+
+    pub(super) fn header(mut self, name: &'static str, value: Option<String>) -> Self {
+        self.headers.extend(value.map(|value| (name, value)));
+        self
+    }
+}
+
+/// A success answer: its body and `ETag`.
+pub(super) struct Answer {
+    pub(super) body: bytes::Bytes,
+    pub(super) etag: Option<String>,
 }
 
 /// Times a request answered 429 or 503 is tried again.
@@ -459,32 +625,64 @@ impl ApiClient {
         })
     }
 
-    /// One page; an error answer becomes its message. A 429 or 503 is
-    /// tried again after the time its `Retry-After` gives (at most
-    /// [`LONGEST_WAIT`]), [`RETRIES`] times at most.
+    /// One page of a listing (see [`ApiClient::send`]).
     pub(super) async fn page(
         &self,
         segments: &[String],
         query: &[(&str, String)],
     ) -> anyhow::Result<Page> {
+        let answer = self
+            .send(Request::new(reqwest::Method::GET, segments).query(query))
+            .await?;
+        serde_json::from_slice(&answer.body).context("the server's answer is not a listing")
+    }
+
+    /// One exchange; an error answer becomes [`Refused`]. A 429 or 503 is
+    /// tried again after the time its `Retry-After` gives (at most
+    /// [`LONGEST_WAIT`]), [`RETRIES`] times at most, with the very same
+    /// request: the same body and headers, an `Idempotency-Key` included,
+    /// so a retried create cannot create twice.
+    pub(super) async fn send(&self, request: Request<'_>) -> anyhow::Result<Answer> {
         let mut url = self.base.clone();
         url.path_segments_mut()
             .map_err(|()| anyhow!("--url cannot take a path"))?
             .pop_if_empty()
-            .extend(segments);
-        url.query_pairs_mut()
-            .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
+            .extend(request.segments);
+        if !request.query.is_empty() {
+            url.query_pairs_mut()
+                .extend_pairs(request.query.iter().map(|(k, v)| (*k, v.as_str())));
+        }
+        let mut builder = self
+            .http
+            .request(request.method, url)
+            .bearer_auth(&self.token)
+            .header("api-version", "1");
+        for (name, value) in request.headers {
+            builder = builder.header(name, value);
+        }
+        if let Some(body) = request.body {
+            builder = builder
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(serde_json::to_vec(&body)?);
+        }
+        let built = builder.build().context("cannot make the request")?;
         let mut tries = 0;
         loop {
+            let attempt = built
+                .try_clone()
+                .expect("a request with an in-memory body clones");
             let response = self
                 .http
-                .get(url.clone())
-                .bearer_auth(&self.token)
-                .send()
+                .execute(attempt)
                 .await
                 .map_err(|error| self.unreachable(&error))?;
             let status = response.status();
             let wait = retry_after(response.headers());
+            let etag = response
+                .headers()
+                .get(reqwest::header::ETAG)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
             let body = response
                 .bytes()
                 .await
@@ -506,13 +704,9 @@ impl ApiClient {
                 continue;
             }
             if !status.is_success() {
-                let message = serde_json::from_slice::<Value>(&body)
-                    .ok()
-                    .and_then(|error| error["error"]["message"].as_str().map(str::to_owned))
-                    .unwrap_or_else(|| format!("the server answered {status}"));
-                return Err(Refused { status, message }.into());
+                return Err(Refused::from_answer(status, &body).into());
             }
-            return serde_json::from_slice(&body).context("the server's answer is not a listing");
+            return Ok(Answer { body, etag });
         }
     }
 
@@ -618,7 +812,19 @@ impl Printer {
         Ok(())
     }
 
-    fn finish(self) -> anyhow::Result<()> {
+    async fn finish(self, client: &ApiClient) -> anyhow::Result<()> {
+        let objects = match &self.printing {
+            Printing::Table => self
+                .items
+                .iter()
+                .map(|item| serde_json::from_str::<Value>(item.get()))
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => Vec::new(),
+        };
+        let names = match self.kind {
+            Kind::Projects => organization_names(client, &objects).await,
+            _ => OrganizationNames::new(),
+        };
         let mut stdout = std::io::stdout().lock();
         match &self.printing {
             Printing::Table if self.items.is_empty() => {
@@ -626,11 +832,10 @@ impl Printer {
             }
             Printing::Table => {
                 let now = OffsetDateTime::now_utc();
-                let mut rows = Vec::with_capacity(self.items.len());
-                for item in &self.items {
-                    let object = serde_json::from_str(item.get())?;
-                    rows.push(self.kind.row(&object, now));
-                }
+                let rows: Vec<_> = objects
+                    .iter()
+                    .map(|object| self.kind.row(object, now, &names))
+                    .collect();
                 let text = table::fit(self.kind.columns(), rows, table::stdout_width());
                 writeln!(stdout, "{text}")?;
             }
@@ -640,6 +845,38 @@ impl Printer {
         stdout.flush()?;
         Ok(())
     }
+}
+
+/// Organization names by id.
+type OrganizationNames = std::collections::HashMap<String, String>;
+
+/// The names of the organizations of `projects`: one request per distinct
+/// organization (a few at a time), so a table costs at most one request
+/// per row more. An organization whose name cannot be had (an older
+/// server, a membership that just ended) is shown by its id.
+async fn organization_names(client: &ApiClient, projects: &[Value]) -> OrganizationNames {
+    use futures_util::StreamExt as _;
+    let mut ids: Vec<&str> = projects
+        .iter()
+        .filter_map(|project| project["organization_id"].as_str())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    futures_util::stream::iter(ids)
+        .map(|id| async move {
+            let segments = ["v1".into(), "organizations".into(), id.to_owned()];
+            let answer = client
+                .send(Request::new(reqwest::Method::GET, &segments))
+                .await
+                .ok()?;
+            let organization: Value = serde_json::from_slice(&answer.body).ok()?;
+            let name = organization["name"].as_str()?;
+            Some((id.to_owned(), name.to_owned()))
+        })
+        .buffer_unordered(4)
+        .filter_map(|named| async move { named })
+        .collect()
+        .await
 }
 
 #[cfg(test)]

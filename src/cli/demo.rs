@@ -10,7 +10,9 @@ use tokio::sync::mpsc;
 
 use super::Output;
 use crate::app::{Service, ServiceOptions, shutdown_signal};
-use crate::domain::directory::{Organization, OrganizationTag, User, UserTag};
+use crate::domain::directory::{
+    Organization, OrganizationTag, OrganizationType, Role, User, UserTag,
+};
 use crate::domain::import::{ImportBatch, ImportRecord};
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
@@ -87,18 +89,35 @@ fn demo_records() -> Vec<ImportRecord> {
             object: OrganizationTag::Tag,
             id: id.into(),
             name: name.into(),
+            slug: None,
+            kind: OrganizationType::Pro,
             created_at: at(minute),
         }));
     }
-    for (id, email, organizations) in [
-        (DEMO_USER, "demo@proxydeck.example", vec![ACME, GLOBEX]),
-        ("initech-admin", "admin@initech.example", vec![INITECH]),
+    for (id, email, name, roles) in [
+        (
+            DEMO_USER,
+            "demo@proxydeck.example",
+            "Demo User",
+            vec![(ACME, Role::Admin), (GLOBEX, Role::Editor)],
+        ),
+        (
+            "initech-admin",
+            "admin@initech.example",
+            "Initech Admin",
+            vec![(INITECH, Role::Admin)],
+        ),
     ] {
         records.push(ImportRecord::User(User {
             object: UserTag::Tag,
             id: id.into(),
             email: email.into(),
-            organizations: organizations.into_iter().map(String::from).collect(),
+            name: Some(name.into()),
+            roles: roles
+                .into_iter()
+                .map(|(org, role)| (org.to_owned(), role))
+                .collect(),
+            organizations: None,
             created_at: at(3),
         }));
     }
@@ -193,25 +212,46 @@ fn demo_project(
     project
 }
 
+/// Revisions that differ as a project's do: a new origin address each
+/// time; from the second, an images backend and its route ahead of the
+/// others; from the third, the static backend over TLS and one more
+/// country on the EU route (`proxy-settings diff acme-shop 1 3` shows each).
 fn demo_settings(project: &str, revision: u32, latest: u32) -> ProxySettings {
+    let mut backends = vec![
+        json!({"name": "origin", "address": format!("origin-{revision}.{project}.example:443"),
+         "enable_ssl": true, "check_certificate": format!("origin.{project}.example"),
+         "sni_hostname": format!("origin.{project}.example"), "default": true}),
+        if revision >= 3 {
+            json!({"name": "static", "address": "static.example:443", "enable_ssl": true,
+                   "default": false, "override_host": "static.example"})
+        } else {
+            json!({"name": "static", "address": "static.example:80", "enable_ssl": false,
+                   "default": false, "override_host": "static.example"})
+        },
+    ];
+    let mut routes = vec![
+        json!({"path": "/assets/", "regex": false, "backend_name": "static", "rank": "1",
+         "continent": [], "region": [], "country": []}),
+        json!({"path": "^/eu/.*", "regex": true, "backend_name": "origin", "rank": "2",
+         "continent": ["EU"], "region": [],
+         "country": if revision >= 3 { json!(["FR", "DE", "ES"]) } else { json!(["FR", "DE"]) }}),
+    ];
+    if revision >= 2 {
+        backends.push(json!({"name": "images", "address": "images.example:443",
+                             "enable_ssl": true, "default": false}));
+        routes.insert(
+            0,
+            json!({"path": "/images/", "regex": false, "backend_name": "images",
+                                "rank": "1", "continent": [], "region": [], "country": []}),
+        );
+    }
     serde_json::from_value(json!({
         "project_id": project,
         "revision": revision,
         "description": format!("revision {revision} of {project}"),
         "is_active": revision == latest,
-        "backends": [
-            {"name": "origin", "address": format!("origin-{revision}.{project}.example:443"),
-             "enable_ssl": true, "check_certificate": format!("origin.{project}.example"),
-             "sni_hostname": format!("origin.{project}.example"), "default": true},
-            {"name": "static", "address": "static.example:80", "enable_ssl": false, "default": false,
-             "override_host": "static.example"}
-        ],
-        "routes": [
-            {"path": "/assets/", "regex": false, "backend_name": "static", "rank": "1",
-             "continent": [], "region": [], "country": []},
-            {"path": "^/eu/.*", "regex": true, "backend_name": "origin", "rank": "2",
-             "continent": ["EU"], "region": [], "country": ["FR", "DE"]}
-        ]
+        "backends": backends,
+        "routes": routes,
     }))
     .expect("demo proxy settings follow the rules")
 }

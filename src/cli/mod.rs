@@ -10,8 +10,10 @@ mod duration;
 mod output;
 mod profile;
 mod progress;
+mod revisions;
 mod table;
 mod transfer;
+mod writes;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -121,17 +123,18 @@ enum Command {
         after_help = "Example:\n  proxydeck migrate --database sqlite:///var/lib/proxydeck/data.db"
     )]
     Migrate,
-    /// List projects from a running proxydeck (the API's GET /v1/projects).
+    /// List, show, create, change and delete projects on a running proxydeck.
     Projects {
         #[command(subcommand)]
         command: client::ProjectsCommand,
     },
-    /// List your API tokens from a running proxydeck (GET /v1/api_tokens).
+    /// List, create and delete your API tokens on a running proxydeck.
     Tokens {
         #[command(subcommand)]
         command: client::TokensCommand,
     },
-    /// List a project's proxy settings revisions from a running proxydeck.
+    /// List, show, compare, create and activate a project's proxy settings
+    /// revisions on a running proxydeck.
     #[command(name = "proxy-settings")]
     ProxySettings {
         #[command(subcommand)]
@@ -555,11 +558,27 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
             let store = store::open(&database()?, &store_options).await?;
             admin::run(command, store, &out).await
         }
-        Command::Projects { command } => client::run(client::Listing::Projects(command)).await,
-        Command::Tokens { command } => client::run(client::Listing::Tokens(command)).await,
-        Command::ProxySettings { command } => {
-            client::run(client::Listing::ProxySettings(command)).await
-        }
+        Command::Projects { command } => match command {
+            client::ProjectsCommand::Create(args) => writes::project_create(args).await,
+            client::ProjectsCommand::Get(args) => writes::project_get(args).await,
+            client::ProjectsCommand::Update(args) => writes::project_update(args).await,
+            client::ProjectsCommand::Delete(args) => writes::project_delete(args).await,
+            list => client::run(client::Listing::Projects(list)).await,
+        },
+        Command::Tokens { command } => match command {
+            client::TokensCommand::Create(args) => writes::token_create(args).await,
+            client::TokensCommand::Delete(args) => writes::token_delete(args).await,
+            list => client::run(client::Listing::Tokens(list)).await,
+        },
+        Command::ProxySettings { command } => match command {
+            client::ProxySettingsCommand::List(list) => {
+                client::run(client::Listing::ProxySettings(list)).await
+            }
+            client::ProxySettingsCommand::Get(args) => revisions::get(args).await,
+            client::ProxySettingsCommand::Diff(args) => revisions::diff(args).await,
+            client::ProxySettingsCommand::Create(args) => writes::revision_create(args).await,
+            client::ProxySettingsCommand::Activate(args) => writes::revision_activate(args).await,
+        },
         Command::Login(args) => profile::login(args, &out).await,
         Command::Logout(args) => profile::logout(args, &out),
         Command::Auth { command } => profile::status(command, &out).await,

@@ -178,21 +178,65 @@ impl Json {
                 one_a_line(&lines, out)?;
             }
             None => writeln!(out, "{}", render(&document, self.style))?,
-            Some(jq) => {
-                for output in jq.run(document)? {
-                    match &output {
-                        // As `gh --jq` and `jq -r` print them.
-                        Val::TStr(text) => {
-                            out.write_all(text)?;
-                            writeln!(out)?;
-                        }
-                        other => writeln!(out, "{}", render(other, self.style))?,
-                    }
-                }
-            }
+            Some(jq) => write_outputs(jq, document, self.style, out)?,
         }
         Ok(())
     }
+}
+
+impl Json {
+    /// Writes one object (`text`, as the server sent it): whole, or only
+    /// the fields, or through the jq program; as sent when piped.
+    pub fn write_one(&self, text: &str, out: &mut impl Write) -> anyhow::Result<()> {
+        match &self.fields {
+            None => print_document(text, self.jq.as_ref(), self.style, out),
+            Some(fields) => {
+                let value = jaq_json::read::parse_single(text.as_bytes())
+                    .map_err(|error| anyhow!("the server's answer is not JSON: {error}"))?;
+                let chosen = select(&value, fields);
+                match &self.jq {
+                    Some(jq) => write_outputs(jq, chosen, self.style, out),
+                    None => Ok(writeln!(out, "{}", render(&chosen, self.style))?),
+                }
+            }
+        }
+    }
+}
+
+/// One JSON document (`text`): as it is when piped, indented and coloured
+/// on a terminal, or the outputs of the jq program.
+pub fn print_document(
+    text: &str,
+    jq: Option<&Jq>,
+    style: Style,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    if jq.is_none() && !style.pretty {
+        writeln!(out, "{text}")?;
+        return Ok(());
+    }
+    let document = jaq_json::read::parse_single(text.as_bytes())
+        .map_err(|error| anyhow!("the server's answer is not JSON: {error}"))?;
+    match jq {
+        None => writeln!(out, "{}", render(&document, style))?,
+        Some(jq) => write_outputs(jq, document, style, out)?,
+    }
+    Ok(())
+}
+
+/// The outputs of `jq` run over `document`, each on its own.
+fn write_outputs(jq: &Jq, document: Val, style: Style, out: &mut impl Write) -> anyhow::Result<()> {
+    for output in jq.run(document)? {
+        match &output {
+            // As `gh --jq` and `jq -r` print them.
+            Val::TStr(text) => {
+                out.write_all(text)?;
+                writeln!(out)?;
+            }
+            other => writeln!(out, "{}", render(other, style))?,
+        }
+    }
+    Ok(())
 }
 
 /// A JSON array of `lines` (each an element's JSON text), one a line.

@@ -360,6 +360,18 @@ pub async fn status(command: AuthCommand, out: &Output) -> anyhow::Result<()> {
             None => break,
         }
     }
+    // Who the user is, by name and email (getMe); a server without it
+    // leaves the id the token list gave.
+    let me_path = ["v1".into(), "users".into(), "me".into()];
+    let me: Value = match client
+        .send(super::client::Request::new(reqwest::Method::GET, &me_path))
+        .await
+    {
+        Ok(answer) => serde_json::from_slice(&answer.body).unwrap_or_default(),
+        Err(_) => Value::Null,
+    };
+    let user = me["id"].as_str().map(str::to_owned).or(user);
+    let (email, name) = (me["email"].as_str(), me["name"].as_str());
     let token_json: Vec<Value> = mine
         .iter()
         .map(|item| {
@@ -377,6 +389,8 @@ pub async fn status(command: AuthCommand, out: &Output) -> anyhow::Result<()> {
         "profile_file": resolved.file,
         "works": true,
         "user_id": user,
+        "email": email,
+        "name": name,
         "tokens": token_json,
     });
     out.print(&document, || {
@@ -412,7 +426,11 @@ pub async fn status(command: AuthCommand, out: &Output) -> anyhow::Result<()> {
             "{url}\n  url from:   {}\n  token:      {token}\n  token from: {}\n  user:       {}\n  works:      yes",
             from(resolved.url_from, "PROXYDECK_URL", "--url"),
             from(resolved.token_from, "PROXYDECK_TOKEN", "--token"),
-            user.as_deref().unwrap_or("-"),
+            match (name, email) {
+                (Some(name), Some(email)) =>
+                    format!("{name} <{email}> (id {})", user.as_deref().unwrap_or("-")),
+                _ => user.clone().unwrap_or_else(|| "-".to_owned()),
+            },
         )
     })
 }

@@ -266,33 +266,117 @@ impl Project {
 
     /// Checks every value rule and normalises `organization_id` to lower case.
     pub fn normalize_and_validate(&mut self) -> Result<(), FieldError> {
-        if !ids::is_valid_id(&self.id) {
-            return Err(FieldError::new("id", ids::ID_RULE));
+        match self.problems().into_iter().next() {
+            Some(first) => Err(first),
+            None => Ok(()),
         }
-        self.organization_id = ids::parse_organization_id(&self.organization_id)
-            .ok_or_else(|| FieldError::new("organization_id", ids::ORGANIZATION_ID_RULE))?;
-        validate::optional_url("avatar_url", &self.avatar_url)?;
-        validate::optional_url("external_project_url", &self.external_project_url)?;
-        each(&self.override_cache, "override_cache", CacheRule::validate)?;
-        each(&self.trusted_ips, "trusted_ips", |ip| ip_rule(ip))?;
-        each(&self.blocked_ips, "blocked_ips", |ip| ip_rule(ip))?;
-        each(&self.cookie_whitelist, "cookie_whitelist", |name| {
+    }
+
+    /// Every broken value rule, one per member at fault (the first within
+    /// each list element), and `organization_id` normalised to lower case.
+    pub fn problems(&mut self) -> Vec<FieldError> {
+        let mut problems = Vec::new();
+        if !ids::is_valid_id(&self.id) {
+            problems.push(FieldError::new("id", ids::ID_RULE));
+        }
+        match ids::parse_organization_id(&self.organization_id) {
+            Some(id) => self.organization_id = id,
+            None => problems.push(FieldError::new(
+                "organization_id",
+                ids::ORGANIZATION_ID_RULE,
+            )),
+        }
+        let checks = [
+            validate::optional_url("avatar_url", &self.avatar_url),
+            validate::optional_url("external_project_url", &self.external_project_url),
+        ];
+        problems.extend(checks.into_iter().filter_map(Result::err));
+        problems.extend(every(
+            &self.override_cache,
+            "override_cache",
+            CacheRule::validate,
+        ));
+        problems.extend(every(&self.trusted_ips, "trusted_ips", |ip| ip_rule(ip)));
+        problems.extend(every(&self.blocked_ips, "blocked_ips", |ip| ip_rule(ip)));
+        problems.extend(every(&self.cookie_whitelist, "cookie_whitelist", |name| {
             validate::text("", name, 256)
                 .map_err(|e| FieldError::value(e.message))
                 .and_then(|()| header_token(name))
-        })?;
-        each(
+        }));
+        problems.extend(every(
             &self.forwarded_headers,
             "forwarded_headers",
             ForwardedHeader::validate,
-        )?;
-        each(
+        ));
+        problems.extend(every(
             &self.rate_limiting,
             "rate_limiting",
             RateLimitRule::validate,
-        )?;
+        ));
+        problems
+    }
+
+    /// The management API's rule for `slug` (imports keep the slugs they
+    /// bring): 1 to 63 characters of `a-z`, `0-9` and `-`, neither first
+    /// nor last a `-`.
+    pub fn check_slug(&self) -> Result<(), FieldError> {
+        check_slug(&self.slug)
+    }
+
+    /// Sets the members an update names: a value replaces the member's,
+    /// `null` puts the member back to its default. The members are those
+    /// of an update's body, already checked against its schema.
+    pub fn apply(&mut self, members: &Map<String, Value>) -> Result<(), FieldError> {
+        let Value::Object(mut current) =
+            serde_json::to_value(&*self).map_err(|e| FieldError::value(e.to_string()))?
+        else {
+            return Err(FieldError::value("a project is an object"));
+        };
+        let defaults =
+            serde_json::to_value(Project::new(self.id.clone(), self.organization_id.clone()))
+                .map_err(|e| FieldError::value(e.to_string()))?;
+        for (name, value) in members {
+            let value = match value {
+                Value::Null => defaults.get(name).cloned().unwrap_or(Value::Null),
+                other => other.clone(),
+            };
+            current.insert(name.clone(), value);
+        }
+        *self = serde_json::from_value(Value::Object(current))
+            .map_err(|e| FieldError::value(e.to_string()))?;
         Ok(())
     }
+}
+
+/// The management API's rule for a slug (see [`Project::check_slug`]).
+pub fn check_slug(slug: &str) -> Result<(), FieldError> {
+    let slug = slug.as_bytes();
+    let good = (1..=63).contains(&slug.len())
+        && slug
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && slug.first() != Some(&b'-')
+        && slug.last() != Some(&b'-');
+    if good {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            "slug",
+            "must be 1 to 63 characters of a-z, 0-9 and -, not starting or ending with -",
+        ))
+    }
+}
+
+/// Every element's first broken rule, named `list[i]...`.
+fn every<'a, T>(
+    list: &'a [T],
+    name: &str,
+    mut check: impl FnMut(&'a T) -> Result<(), FieldError>,
+) -> Vec<FieldError> {
+    list.iter()
+        .enumerate()
+        .filter_map(|(i, item)| check(item).err().map(|e| e.within(&format!("{name}[{i}]"))))
+        .collect()
 }
 
 fn ip_rule(value: &str) -> Result<(), FieldError> {

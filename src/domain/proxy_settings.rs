@@ -13,6 +13,11 @@ use super::{ids, object_tag};
 
 object_tag!(ProxySettingsTag, "proxy_settings");
 
+/// Most backends of a revision.
+pub const MAX_BACKENDS: usize = 100;
+/// Most routes of a revision.
+pub const MAX_ROUTES: usize = 1_000;
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProxySettings {
@@ -112,7 +117,8 @@ impl<'de> Deserialize<'de> for RouteRank {
 }
 
 impl ProxySettings {
-    /// Checks the value rules: `revision` >= 1, backend names present and
+    /// Checks the value rules: `revision` >= 1, at most [`MAX_BACKENDS`]
+    /// backends and [`MAX_ROUTES`] routes, backend names present and
     /// unique, at most one default backend, every route naming a backend.
     pub fn validate(&self) -> Result<(), FieldError> {
         if let Some(project_id) = &self.project_id
@@ -122,6 +128,17 @@ impl ProxySettings {
         }
         if self.revision < 1 {
             return Err(FieldError::new("revision", "must be an integer >= 1"));
+        }
+        for (member, count, max) in [
+            ("backends", self.backends.len(), MAX_BACKENDS),
+            ("routes", self.routes.len(), MAX_ROUTES),
+        ] {
+            if count > max {
+                return Err(FieldError::new(
+                    member,
+                    format!("must hold at most {max} items"),
+                ));
+            }
         }
         let mut names = HashSet::new();
         each(&self.backends, "backends", |backend| {

@@ -127,6 +127,22 @@ pub fn country_code(value: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The served document lists the same codes, so that generated
+    /// clients and fuzzers know the rule.
+    #[test]
+    fn the_document_lists_the_country_codes() {
+        let document: serde_json::Value =
+            serde_json::from_str(crate::http::openapi::DOCUMENT).unwrap();
+        let listed: String = document
+            .pointer("/components/schemas/RateConditionsInput/properties/country/items/enum")
+            .and_then(|codes| codes.as_array())
+            .expect("the input schema lists the country codes")
+            .iter()
+            .map(|code| code.as_str().unwrap())
+            .collect();
+        assert_eq!(listed, COUNTRY_CODES);
+    }
+
     #[test]
     fn country_list_has_the_249_iso_codes_and_xk() {
         assert_eq!(COUNTRY_CODES.len() / 2, 250);

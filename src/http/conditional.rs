@@ -18,7 +18,7 @@ use std::hash::Hasher as _;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::header::{CACHE_CONTROL, ETAG, IF_NONE_MATCH, VARY};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use twox_hash::XxHash3_64;
@@ -33,9 +33,22 @@ pub(super) fn entity_tag(chunks: &[&[u8]]) -> HeaderValue {
     HeaderValue::from_maybe_shared(Bytes::from(tag)).expect("hex digits are a valid header value")
 }
 
+/// The strong entity tag of one object's JSON `body`. Strong, unlike a
+/// listing's: an object's version is its exact JSON (a few hundred bytes,
+/// sent uncompressed; when compressed, `Vary` and the encoding tell the
+/// copies apart to caches).
+pub(super) fn content_tag(body: &[u8]) -> HeaderValue {
+    let tag = format!("\"{:016x}\"", XxHash3_64::oneshot(body));
+    HeaderValue::from_maybe_shared(Bytes::from(tag)).expect("hex digits are a valid header value")
+}
+
 /// Turns a 200 whose `ETag` the caller already holds into a 304. Runs
 /// inside the compression layer, so a 304 is never compressed.
 pub(super) async fn answer_not_modified(request: Request, next: Next) -> Response {
+    // A write's answer is never replaced: it reports what was done.
+    if !matches!(request.method(), &Method::GET | &Method::HEAD) {
+        return next.run(request).await;
+    }
     // Almost always empty, and then nothing is allocated.
     let held: Vec<HeaderValue> = request
         .headers()

@@ -14,6 +14,24 @@ pub enum ApiError {
     /// 400: a query or path parameter is wrong. `rule` completes a sentence
     /// that starts with the parameter's name.
     InvalidParameter { param: String, rule: String },
+    /// 400: a request body's members are wrong; every one is named.
+    InvalidBody(Vec<crate::domain::FieldError>),
+    /// 400: a request header is wrong (`api-version`, `Idempotency-Key`...).
+    InvalidHeader { header: &'static str, rule: String },
+    /// 403: the caller may not do this.
+    Forbidden(String),
+    /// 409: the write would break a uniqueness rule, or reuses an
+    /// idempotency key with another body (`code`).
+    Conflict {
+        message: String,
+        code: Option<&'static str>,
+    },
+    /// 412: `If-Match` does not hold the object's version.
+    PreconditionFailed,
+    /// 413: the request body is over the limit.
+    PayloadTooLarge,
+    /// 415: the request body is not JSON.
+    UnsupportedMediaType,
     /// 401, with `WWW-Authenticate: Bearer`.
     Unauthenticated(String),
     /// 404: unknown route, or an object the caller cannot see.
@@ -55,7 +73,14 @@ impl ApiError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::InvalidParameter { .. } => StatusCode::BAD_REQUEST,
+            Self::InvalidParameter { .. } | Self::InvalidBody(_) | Self::InvalidHeader { .. } => {
+                StatusCode::BAD_REQUEST
+            }
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -71,6 +96,10 @@ impl ApiError {
     fn error_type(&self) -> &'static str {
         match self {
             Self::InvalidParameter { .. }
+            | Self::InvalidBody(_)
+            | Self::InvalidHeader { .. }
+            | Self::PayloadTooLarge
+            | Self::UnsupportedMediaType
             | Self::MethodNotAllowed
             | Self::UriTooLong
             | Self::HeadersTooLarge
@@ -78,6 +107,8 @@ impl ApiError {
             | Self::RateLimited { .. } => "invalid_request_error",
             Self::Unauthenticated(_) => "authentication_error",
             Self::NotFound(_) => "not_found_error",
+            Self::Forbidden(_) => "forbidden_error",
+            Self::Conflict { .. } | Self::PreconditionFailed => "conflict_error",
             Self::Unavailable | Self::Internal => "api_error",
         }
     }
@@ -85,8 +116,26 @@ impl ApiError {
     fn message(&self) -> String {
         match self {
             Self::InvalidParameter { param, rule } => format!("{param} {rule}"),
-            Self::Unauthenticated(message) | Self::NotFound(message) => message.clone(),
-            Self::MethodNotAllowed => "this path answers only GET and HEAD".into(),
+            Self::InvalidBody(problems) => match problems.as_slice() {
+                [one] => format!("{} {}", one.field, one.message),
+                _ => format!(
+                    "{} members of the request body are wrong; see params",
+                    problems.len()
+                ),
+            },
+            Self::InvalidHeader { header, rule } => format!("{header} {rule}"),
+            Self::Unauthenticated(message) | Self::NotFound(message) | Self::Forbidden(message) => {
+                message.clone()
+            }
+            Self::Conflict { message, .. } => message.clone(),
+            Self::PreconditionFailed => {
+                "If-Match does not match the object's current ETag; read it again".into()
+            }
+            Self::PayloadTooLarge => "the request body is larger than 1 MiB".into(),
+            Self::UnsupportedMediaType => {
+                "the request body must be JSON (Content-Type: application/json)".into()
+            }
+            Self::MethodNotAllowed => "this path does not answer this method; see Allow".into(),
             Self::UriTooLong => "the request URI is too long".into(),
             Self::HeadersTooLarge => "the request headers are too large".into(),
             Self::MalformedRequest => {
@@ -129,7 +178,7 @@ struct ErrorDetail<'a> {
     error_type: &'static str,
     message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<[ParamError<'a>; 1]>,
+    params: Option<Vec<ParamError<'a>>>,
     /// A finer reason beside `type`, which generated clients check.
     #[serde(skip_serializing_if = "Option::is_none")]
     code: Option<&'static str>,
@@ -146,10 +195,23 @@ impl ApiError {
     pub fn body(&self) -> Vec<u8> {
         let message = self.message();
         let params = match self {
-            Self::InvalidParameter { param, rule } => Some([ParamError {
+            Self::InvalidParameter { param, rule } => Some(vec![ParamError {
                 param,
                 message: rule,
             }]),
+            Self::InvalidHeader { header, rule } => Some(vec![ParamError {
+                param: header,
+                message: rule,
+            }]),
+            Self::InvalidBody(problems) => Some(
+                problems
+                    .iter()
+                    .map(|problem| ParamError {
+                        param: &problem.field,
+                        message: &problem.message,
+                    })
+                    .collect(),
+            ),
             _ => None,
         };
         let body = ErrorBody {
@@ -159,6 +221,8 @@ impl ApiError {
                 params,
                 code: match self {
                     Self::RateLimited { .. } => Some("rate_limit"),
+                    Self::PreconditionFailed => Some("precondition_failed"),
+                    Self::Conflict { code, .. } => *code,
                     _ => None,
                 },
             },
@@ -224,12 +288,22 @@ impl From<StoreError> for ApiError {
                 tracing::error!(%cause, request_id = current_request_id(), "store fault");
                 Self::Internal
             }
-            StoreError::Conflict(cause) => {
-                tracing::error!(%cause, request_id = current_request_id(), "unexpected conflict on a read");
-                Self::Internal
-            }
-            StoreError::Invalid(cause) => {
-                tracing::error!(%cause, request_id = current_request_id(), "unexpected invalid write on a read");
+            StoreError::Conflict(message) => Self::Conflict {
+                message,
+                code: None,
+            },
+            StoreError::Invalid(problem) => Self::InvalidBody(vec![problem]),
+            StoreError::Forbidden(message) => Self::Forbidden(message),
+            StoreError::PreconditionFailed => Self::PreconditionFailed,
+            StoreError::IdempotencyKeyReused => Self::Conflict {
+                message: "this Idempotency-Key was used with another request body".into(),
+                code: Some("idempotency_key_reused"),
+            },
+            StoreError::Retry => {
+                tracing::error!(
+                    request_id = current_request_id(),
+                    "a write met a concurrent one twice"
+                );
                 Self::Internal
             }
         }

@@ -1,16 +1,24 @@
 //! The HTTP layer: routes, the error body, request limits, logging and
 //! metrics. [`server`] runs the router on sockets.
 
+mod api_tokens;
+mod body;
 mod caller;
 mod client_stream;
 mod conditional;
+mod directory;
 pub mod error;
 mod listings;
 mod observe;
 pub mod openapi;
 mod operations;
+mod projects;
+mod proxy_settings;
 mod query;
+mod schema;
 pub mod server;
+mod unread_body;
+mod writes;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -25,7 +33,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get};
+use axum::routing::{MethodRouter, get, post};
 use tower_http::compression::predicate::SizeAbove;
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
@@ -95,11 +103,43 @@ const COMPRESS_ABOVE_BYTES: u64 = 1024;
 pub fn router(state: AppState, limits: RequestLimits, metrics: MetricsRoute) -> Router {
     let listing = |route| listing(route, &state);
     let routes = Router::new()
-        .route("/v1/projects", listing(get(listings::projects)))
-        .route("/v1/api_tokens", listing(get(listings::api_tokens)))
+        .route(
+            "/v1/projects",
+            listing(get(listings::projects).post(projects::create)),
+        )
+        .route(
+            "/v1/projects/{id}",
+            listing(
+                get(projects::get)
+                    .merge(post(projects::update))
+                    .delete(projects::delete),
+            ),
+        )
+        .route(
+            "/v1/api_tokens",
+            listing(get(listings::api_tokens).post(api_tokens::create)),
+        )
+        .route(
+            "/v1/api_tokens/{id}",
+            listing(get(api_tokens::get).delete(api_tokens::delete)),
+        )
         .route(
             "/v1/projects/{id}/proxy-settings",
-            listing(get(listings::proxy_settings)),
+            listing(get(listings::proxy_settings).post(proxy_settings::create)),
+        )
+        .route(
+            "/v1/projects/{id}/proxy-settings/{revision}",
+            listing(post(proxy_settings::update)),
+        )
+        .route("/v1/users/me", listing(get(directory::me)))
+        .route("/v1/organizations", listing(get(directory::organizations)))
+        .route(
+            "/v1/organizations/me",
+            listing(get(directory::my_organization)),
+        )
+        .route(
+            "/v1/organizations/{id}",
+            listing(get(directory::organization)),
         )
         .merge(operations::routes(metrics))
         .route("/openapi.json", get_only(get(openapi::document)))
@@ -117,7 +157,8 @@ pub fn admin_router(state: AppState, limits: RequestLimits) -> Router {
 }
 
 /// The layers every request goes through, outermost first: request id,
-/// log line and metrics; limits; compression; conditional requests.
+/// log line and metrics; `Connection: close` after a body left unread;
+/// limits; compression; conditional requests.
 /// Public so that the benchmark's ceiling server runs the very same stack.
 /// Installs the process's metrics recorder the first time.
 pub fn with_middleware(routes: Router, limits: RequestLimits) -> Router {
@@ -130,11 +171,13 @@ pub fn with_middleware(routes: Router, limits: RequestLimits) -> Router {
                 .compress_when(SizeAbove::new(COMPRESS_ABOVE_BYTES)),
         )
         .layer(middleware::from_fn_with_state(limits, enforce_limits))
+        .layer(middleware::from_fn(unread_body::close_after_unread_body))
         .layer(middleware::from_fn(observe::observe))
 }
 
-/// A listing answers GET and HEAD to an authenticated caller within its
-/// rate limit; any other method is a 405 with `Allow`, before
+/// A listing (or an operation of the management API) answers its methods
+/// (GET and HEAD, and those `route` adds) to an authenticated caller
+/// within its rate limit; any other method is a 405 with `Allow`, before
 /// authentication.
 fn listing(route: MethodRouter<AppState>, state: &AppState) -> MethodRouter<AppState> {
     get_only(route.route_layer(middleware::from_fn_with_state(
@@ -143,14 +186,14 @@ fn listing(route: MethodRouter<AppState>, state: &AppState) -> MethodRouter<AppS
     )))
 }
 
-/// A route that answers GET and HEAD; anything else is a 405 with `Allow`.
+/// A route that answers its methods; anything else is a 405 with `Allow`.
 fn get_only(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
     route.fallback(|| async { ApiError::MethodNotAllowed })
 }
 
 async fn not_found() -> ApiError {
     ApiError::NotFound(
-        "no such route; see /v1/projects, /v1/api_tokens and /v1/projects/{id}/proxy-settings"
+        "no such route; see /v1/projects, /v1/projects/{id}, /v1/api_tokens, /v1/projects/{id}/proxy-settings, /v1/users/me and /v1/organizations"
             .into(),
     )
 }
@@ -179,6 +222,17 @@ pub fn list_response(url: &str, page: JsonPage) -> Response {
     }
     head.extend_from_slice(br#","data":["#);
     page_response(head, page)
+}
+
+/// A read-only object's answer (the caller, an organization): 200, its
+/// JSON, and a strong entity tag of that JSON (management.md,
+/// "Concurrency"), which changes with every change of the object. Objects
+/// the API writes carry their stored version instead (`writes::object_response`),
+/// which `If-Match` compares.
+pub fn content_tagged_response(object: &impl serde::Serialize) -> Result<Response, ApiError> {
+    let body = serde_json::to_vec(object).map_err(|_| ApiError::Internal)?;
+    let tag = conditional::content_tag(&body);
+    Ok(tagged(json_body(StatusCode::OK, Body::from(body)), tag))
 }
 
 /// The api_token list body: it echoes the request's `limit`, `start_key`
@@ -242,7 +296,7 @@ fn push_json_string(body: &mut Vec<u8>, text: &str) {
     serde_json::to_writer(body, text).expect("writing a string to memory cannot fail");
 }
 
-/// A JSON answer. Listings are never stored by shared caches.
+/// A JSON answer. Answers are never stored by shared caches.
 fn json_body(status: StatusCode, body: Body) -> Response {
     (
         status,

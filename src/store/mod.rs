@@ -7,6 +7,7 @@ pub mod outage;
 mod postgres;
 mod sql;
 mod sqlite;
+pub mod writes;
 
 pub use self::sqlite::FILE_CHECK_INTERVAL;
 
@@ -21,7 +22,9 @@ use tokio::sync::mpsc;
 use crate::clock::Clock;
 use crate::domain::FieldError;
 use crate::domain::api_token::{ApiToken, TokenRecord};
-use crate::domain::directory::{Organization, User};
+use crate::domain::directory::{
+    Organization, OrganizationObject, OrganizationType, User, UserWithRoles,
+};
 use crate::domain::ids;
 use crate::domain::import::{ImportBatch, ImportError, ObjectCounts};
 use crate::domain::organization_set::OrganizationSet;
@@ -33,6 +36,10 @@ use crate::domain::url_password;
 pub use cache::Caches;
 pub use postgres::{PostgresSettings, SslMode};
 pub use sql::SqlStore;
+pub use sql::project_writes::ProjectRead;
+pub use sql::proxy_settings_writes::SettingsChange;
+pub use sql::token_writes::TokenRead;
+use writes::{AuditQuery, AuditRecord, ObjectAnswer, WriteRequest};
 
 /// Everything the service keeps, behind one interface. Methods that list
 /// return one page; methods that write are all-or-nothing.
@@ -49,6 +56,20 @@ pub trait Store: Send + Sync + 'static {
     /// A page of a listing ([`Listing`]).
     async fn list(&self, listing: Listing) -> Result<JsonPage, StoreError>;
 
+    /// The user as getMe answers it; `None` when there is no such user.
+    async fn user_with_roles(&self, user_id: &str) -> Result<Option<UserWithRoles>, StoreError>;
+    /// The organization `which` names, when `user_id` is one of its
+    /// members; `None` otherwise, whether it exists or not.
+    async fn member_organization(
+        &self,
+        user_id: &str,
+        which: WhichOrganization,
+    ) -> Result<Option<OrganizationObject>, StoreError>;
+    /// A page of a user's organizations, each an organization object, by
+    /// `created_at` then `id`. Read at once from the store (no cache):
+    /// memberships change only by the operator's commands.
+    async fn organizations_of(&self, query: OrganizationsQuery) -> Result<JsonPage, StoreError>;
+
     async fn create_organization(
         &self,
         organization: Organization,
@@ -60,6 +81,64 @@ pub trait Store: Send + Sync + 'static {
     /// Removes a project from every listing. Its id stays known, so a walk
     /// whose `start_key` names it goes on from where it stood.
     async fn delete_project(&self, project_id: &str) -> Result<(), StoreError>;
+    /// getProject: one project the caller can see, with its version.
+    async fn get_project(&self, read: ProjectRead) -> Result<ObjectAnswer, StoreError>;
+    /// createProject: `project` is checked already and has its new id. With
+    /// an idempotency key, the key's first answer may come instead.
+    async fn create_project(
+        &self,
+        request: WriteRequest,
+        project: crate::domain::project::Project,
+    ) -> Result<ObjectAnswer, StoreError>;
+    /// updateProject: sets `members` (checked against the operation's
+    /// schema already; `null` puts a member back to its default).
+    async fn update_project(
+        &self,
+        request: WriteRequest,
+        project_id: String,
+        members: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<ObjectAnswer, StoreError>;
+    /// deleteProject, as [`Store::delete_project`] does, for a caller.
+    async fn remove_project(
+        &self,
+        request: WriteRequest,
+        project_id: String,
+    ) -> Result<ObjectAnswer, StoreError>;
+    /// getApiToken: one of the caller's tokens, not revoked, its hint in
+    /// `token`.
+    async fn get_api_token(&self, read: TokenRead) -> Result<ObjectAnswer, StoreError>;
+    /// createApiToken: stores `token` (its digest and hint; the secret is
+    /// the caller's to show) and answers it with its hint in `token`.
+    async fn create_api_token(
+        &self,
+        request: WriteRequest,
+        token: NewToken,
+    ) -> Result<ObjectAnswer, StoreError>;
+    /// deleteApiToken: revokes one of the caller's tokens.
+    async fn delete_api_token(
+        &self,
+        request: WriteRequest,
+        token_id: String,
+    ) -> Result<ObjectAnswer, StoreError>;
+    /// createProjectProxySettings: `settings` is checked already; its
+    /// revision number and activity are decided here.
+    async fn create_proxy_settings(
+        &self,
+        request: WriteRequest,
+        project_id: String,
+        settings: crate::domain::proxy_settings::ProxySettings,
+    ) -> Result<ObjectAnswer, StoreError>;
+    /// updateProjectProxySettings: a revision's description and activity.
+    async fn update_proxy_settings(
+        &self,
+        request: WriteRequest,
+        project_id: String,
+        revision: u32,
+        change: SettingsChange,
+    ) -> Result<ObjectAnswer, StoreError>;
+    /// The audit log, newest first.
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError>;
+
     /// Applies import records in one transaction: all of them, or none.
     async fn import(
         &self,
@@ -126,6 +205,19 @@ pub enum StoreError {
     /// The write names something that does not exist or breaks a rule.
     #[error("{0}")]
     Invalid(FieldError),
+    /// The caller may see the object but not make this change.
+    #[error("{0}")]
+    Forbidden(String),
+    /// `If-Match` does not match the object's version.
+    #[error("the object's version does not match If-Match")]
+    PreconditionFailed,
+    /// The idempotency key was used with another body.
+    #[error("the idempotency key was used with another request body")]
+    IdempotencyKeyReused,
+    /// The write met a concurrent one and should be tried once more (two
+    /// requests with one idempotency key).
+    #[error("the write met a concurrent one")]
+    Retry,
 }
 
 /// A token as authentication needs it.
@@ -268,6 +360,24 @@ pub struct ProjectsQuery {
     /// The organizations whose projects make the list; already narrowed to
     /// those the caller belongs to.
     pub organizations: OrganizationSet,
+    pub page: PageRequest,
+}
+
+/// Which of a user's organizations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WhichOrganization {
+    /// The one with this id (a normalised organization id).
+    Id(String),
+    /// The oldest membership's: by the membership's age, then the
+    /// organization's `created_at`, then its id.
+    Oldest,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrganizationsQuery {
+    pub user_id: String,
+    /// Only organizations of this type.
+    pub kind: Option<OrganizationType>,
     pub page: PageRequest,
 }
 
@@ -451,15 +561,23 @@ impl DatabaseUrl {
     }
 }
 
-/// Opens the store `url` names, first applying the migrations it lacks.
+/// Opens the store `url` names, first applying the migrations it lacks,
+/// then rewriting bodies of an older shape ([`sql::shapes`]).
 pub async fn open(url: &DatabaseUrl, options: &StoreOptions) -> anyhow::Result<Arc<dyn Store>> {
+    async fn upgraded<D: sql::Driver>(store: SqlStore<D>) -> anyhow::Result<Arc<dyn Store>> {
+        store
+            .upgrade_stored_bodies()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot rewrite the stored bodies: {e}"))?;
+        Ok(Arc::new(store))
+    }
     match url {
         DatabaseUrl::Sqlite(path) => {
-            Ok(Arc::new(sqlite::open(path.clone(), options.clone()).await?))
+            upgraded(sqlite::open(path.clone(), options.clone()).await?).await
         }
-        DatabaseUrl::Postgres(url) => Ok(Arc::new(
-            postgres::open(url.clone(), options.clone()).await?,
-        )),
+        DatabaseUrl::Postgres(url) => {
+            upgraded(postgres::open(url.clone(), options.clone()).await?).await
+        }
     }
 }
 

@@ -2,11 +2,14 @@
 //! balancer: each with its own store connections, token cache and
 //! `last_used_at` notes.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use proxydeck::domain::time::Timestamp;
 use proxydeck::domain::token;
 use proxydeck::store::TokenUse;
+use serde_json::json;
 
 use super::BACKEND;
 use crate::helpers::*;
@@ -159,4 +162,66 @@ async fn last_used_at_from_several_instances_never_goes_backwards() {
     );
     let (_, body) = second.get_json("/v1/api_tokens?name=shared", &secret).await;
     assert_eq!(body["data"][0]["last_used_at"], last.to_string());
+}
+
+/// Writes through the management API on one instance while readers on the
+/// other, caches on, check that every answer shows at least the writes
+/// that completed before their request began: the listing and getProject.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_writes_on_one_instance_are_seen_by_every_later_read_on_the_other() {
+    require!(BACKEND);
+    let (first, second, token) = two_instances(6).await;
+    let (first, second) = (Arc::new(first), Arc::new(second));
+    const WRITES: u64 = 30;
+    let written = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (first, written, token) = (first.clone(), written.clone(), token.clone());
+        tokio::spawn(async move {
+            for step in 1..=WRITES {
+                let response = first
+                    .client
+                    .post(first.url("/v1/projects/p005"))
+                    .bearer_auth(&token)
+                    .json(&json!({"description": format!("v{step}")}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+                written.store(step, Ordering::SeqCst);
+            }
+        })
+    };
+    let readers: Vec<_> = (0..3)
+        .map(|reader| {
+            let (second, written, token) = (second.clone(), written.clone(), token.clone());
+            tokio::spawn(async move {
+                let paths = ["/v1/projects?limit=2", "/v1/projects/p005"];
+                let mut checked = 0;
+                while written.load(Ordering::SeqCst) < WRITES {
+                    let floor = written.load(Ordering::SeqCst);
+                    let path = paths[(checked + reader) % paths.len()];
+                    let (status, body) = second.get_json(path, &token).await;
+                    assert_eq!(status, 200, "{body}");
+                    let project = if body["object"] == "list" {
+                        &body["data"][0]
+                    } else {
+                        &body
+                    };
+                    assert_eq!(project["id"], "p005", "{body}");
+                    let shown = project["description"].as_str().unwrap();
+                    let version: u64 = shown.trim_start_matches('v').parse().unwrap_or(0);
+                    assert!(
+                        version >= floor,
+                        "{path}: v{version} after write {floor} completed"
+                    );
+                    checked += 1;
+                }
+                checked
+            })
+        })
+        .collect();
+    writer.await.unwrap();
+    for reader in readers {
+        assert!(reader.await.unwrap() > 0, "a reader checked nothing");
+    }
 }

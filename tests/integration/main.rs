@@ -15,15 +15,20 @@ mod sqlite {
     pub(crate) const BACKEND: crate::helpers::Backend = crate::helpers::Backend::Sqlite;
     mod api_tokens;
     mod auth;
+    mod body_fuzz;
     mod caches;
     mod conditional;
     mod errors;
     mod fuzz;
     mod instances;
+    mod organizations;
     mod pagination_properties;
+    mod project_writes;
     mod projects;
     mod proxy_settings;
+    mod proxy_settings_writes;
     mod store_contract;
+    mod token_writes;
 }
 
 #[path = "."]
@@ -31,15 +36,20 @@ mod postgres {
     pub(crate) const BACKEND: crate::helpers::Backend = crate::helpers::Backend::Postgres;
     mod api_tokens;
     mod auth;
+    mod body_fuzz;
     mod caches;
     mod conditional;
     mod errors;
     mod fuzz;
     mod instances;
+    mod organizations;
     mod pagination_properties;
+    mod project_writes;
     mod projects;
     mod proxy_settings;
+    mod proxy_settings_writes;
     mod store_contract;
+    mod token_writes;
 }
 
 // The command line, the server's handling of connections, and what only

@@ -6,6 +6,9 @@
 use std::collections::BTreeSet;
 
 use proxydeck::domain::api_token::{ApiToken, ApiTokenTag};
+use proxydeck::domain::directory::{
+    OrganizationObject, OrganizationTag, OrganizationType, Role, UserTag, UserWithRoles,
+};
 use proxydeck::domain::pagination::{
     DEFAULT_LIMIT, DEFAULT_PROXY_SETTINGS_LIMIT, Direction, MAX_LIMIT,
 };
@@ -21,11 +24,15 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::openapi_contract::{Contract, Shapes, variants_of};
+use crate::openapi_contract::{Contract, Shapes, escape, variants_of};
 
 const PROJECTS: &str = "/v1/projects";
 const API_TOKENS: &str = "/v1/api_tokens";
 const PROXY_SETTINGS: &str = "/v1/projects/{id}/proxy-settings";
+const ME: &str = "/v1/users/me";
+const ORGANIZATIONS: &str = "/v1/organizations";
+const ORGANIZATION: &str = "/v1/organizations/{id}";
+const MY_ORGANIZATION: &str = "/v1/organizations/me";
 
 fn contract() -> Contract {
     Contract::parse(DOCUMENT)
@@ -230,6 +237,35 @@ fn documented_members_are_the_ones_the_types_write() {
         written.as_object_mut().unwrap().remove("project_id");
         check("ProxySettings", written);
     }
+    for kind in OrganizationType::ALL {
+        let organization = OrganizationObject {
+            object: OrganizationTag::Tag,
+            id: org_id(1),
+            name: "Acme".into(),
+            slug: "acme".into(),
+            kind,
+            created_at: at,
+            updated_at: at,
+        };
+        check("Organization", serde_json::to_value(&organization).unwrap());
+    }
+    for role in Role::ALL {
+        let user = UserWithRoles {
+            object: UserTag::Tag,
+            id: "u1".into(),
+            email: "u1@example.com".into(),
+            name: "u1".into(),
+            role,
+            roles: Role::ALL
+                .into_iter()
+                .enumerate()
+                .map(|(n, role)| (org_id(n as u32), role))
+                .collect(),
+            created_at: at,
+            updated_at: at,
+        };
+        check("UserWithRoles", serde_json::to_value(&user).unwrap());
+    }
     let differences = shapes.differences(&contract, &[]);
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 
@@ -238,6 +274,12 @@ fn documented_members_are_the_ones_the_types_write() {
         assert_eq!(contract.enum_at(&pointer), variants, "{pointer}");
     };
     enum_is("Project/properties/type", variants_of::<ProjectType>());
+    enum_is("OrganizationType", variants_of::<OrganizationType>());
+    enum_is("UserWithRoles/properties/role", variants_of::<Role>());
+    enum_is(
+        "UserWithRoles/properties/roles/additionalProperties",
+        variants_of::<Role>(),
+    );
     enum_is(
         "Project/properties/log_severity",
         variants_of::<LogSeverity>(),
@@ -275,7 +317,13 @@ fn documented_members_are_the_ones_the_types_write() {
 async fn every_listing_answer_validates_and_covers_the_document() {
     let contract = contract();
     let app = TestApp::spawn(Backend::Sqlite).await;
-    let mut lines = vec![org(1), org(2), user("u1", &[1, 2])];
+    let mut lines = vec![
+        org(1),
+        org(2),
+        json!({"object": "organization", "id": org_id(3), "name": "Home", "type": "perso"}),
+        json!({"object": "user", "id": "u1", "email": "u1@example.com",
+               "roles": {org_id(1): "admin", org_id(2): "editor", org_id(3): "member"}}),
+    ];
     lines.extend(rich_projects());
     lines.push(project("p-empty", 2, 500));
     lines.extend(rich_settings("p-full"));
@@ -316,9 +364,25 @@ async fn every_listing_answer_validates_and_covers_the_document() {
             "/v1/projects/p-full/proxy-settings?limit=1&order_direction=ASC&start_key=1".into(),
         ),
         (PROXY_SETTINGS, "/v1/projects/p-empty/proxy-settings".into()),
+        (ME, ME.into()),
+        (ORGANIZATIONS, ORGANIZATIONS.into()),
+        (
+            ORGANIZATIONS,
+            format!(
+                "/v1/organizations?type=pro&limit=1&order_direction=ASC&start_key={}",
+                org_id(1)
+            ),
+        ),
+        (ORGANIZATIONS, "/v1/organizations?type=perso".into()),
+        (
+            ORGANIZATIONS,
+            format!("/v1/organizations?type=perso&start_key={}", org_id(3)),
+        ),
+        (ORGANIZATION, format!("/v1/organizations/{}", org_id(2))),
+        (MY_ORGANIZATION, MY_ORGANIZATION.into()),
     ];
     // Every documented query parameter is used (and so accepted) above.
-    for path in [PROJECTS, API_TOKENS, PROXY_SETTINGS] {
+    for path in [PROJECTS, API_TOKENS, PROXY_SETTINGS, ORGANIZATIONS] {
         let used: BTreeSet<String> = requests
             .iter()
             .filter(|(operation, _)| *operation == path)
@@ -341,13 +405,30 @@ async fn every_listing_answer_validates_and_covers_the_document() {
         shapes.record(&contract, &schema, &body);
     }
 
-    let differences = shapes.differences(&contract, &[]);
+    // getMe's `role` is one role, organization 1's: admin (the types'
+    // check above covers every value).
+    let differences = shapes.differences(
+        &contract,
+        &[
+            "/components/schemas/UserWithRoles/properties/role = member",
+            "/components/schemas/UserWithRoles/properties/role = editor",
+        ],
+    );
     assert!(differences.is_empty(), "{}", differences.join("\n"));
     let every_resource: BTreeSet<String> = contract.doc["components"]["schemas"]
         .as_object()
         .unwrap()
         .iter()
-        .filter(|(name, schema)| schema.get("properties").is_some() && !name.contains("Error"))
+        // Request bodies are no answer; the write operations' own answers
+        // are checked by `token_and_proxy_settings_answers_validate` and
+        // the project write tests.
+        .filter(|(name, schema)| {
+            schema.get("properties").is_some()
+                && !name.contains("Error")
+                && !name.ends_with("Input")
+                && !["DeletedProject", "CreatedApiToken", "DeletedApiToken"]
+                    .contains(&name.as_str())
+        })
         .map(|(name, _)| format!("/components/schemas/{name}"))
         .collect();
     let reached: BTreeSet<String> = shapes.objects().into_iter().map(str::to_owned).collect();
@@ -415,7 +496,7 @@ async fn every_error_is_documented_and_validates() {
             404,
             get(&format!("/v1/projects?organization_id={other_org}")),
         ),
-        (PROJECTS, 405, client.post(app.url(PROJECTS))),
+        (PROJECTS, 405, client.put(app.url(PROJECTS))),
         (PROJECTS, 414, long_uri(PROJECTS)),
         (PROJECTS, 431, big_headers(PROJECTS)),
         (API_TOKENS, 400, get("/v1/api_tokens?order_direction=up")),
@@ -537,8 +618,15 @@ impl<'a> ErrorChecks<'a> {
     fn assert_complete(&self, contract: &Contract) {
         let differences = self.shapes.differences(
             contract,
-            // In the vocabulary of decisions.md, answered by no listing.
-            &["/components/schemas/ErrorDetail/properties/type = forbidden_error"],
+            // Answered by no listing, only by writes: their answers are
+            // checked by `token_and_proxy_settings_answers_validate` (403,
+            // 412) and project_writes.rs (409 codes).
+            &[
+                "/components/schemas/ErrorDetail/properties/type = forbidden_error",
+                "/components/schemas/ErrorDetail/properties/type = conflict_error",
+                "/components/schemas/ErrorDetail/properties/code = precondition_failed",
+                "/components/schemas/ErrorDetail/properties/code = idempotency_key_reused",
+            ],
         );
         assert!(differences.is_empty(), "{}", differences.join("\n"));
         let reached = self.shapes.objects();
@@ -676,11 +764,20 @@ async fn conditional_answers_are_documented() {
         settings("p1", 1, true),
     ])
     .await;
-    let token = app.token("u1").await;
+    // The token list shows `last_used_at`: written once before the first
+    // tag is taken, so that a flush between the two requests cannot change
+    // the list (it changed in one loaded run).
+    let (_, token) = app.token_with("u1", "caller", None).await;
+    assert_eq!(app.get(API_TOKENS, &token).await.status(), 200);
+    wait_for_last_used_at(&app, &token).await;
     for (operation, path) in [
         (PROJECTS, PROJECTS),
         (API_TOKENS, API_TOKENS),
         (PROXY_SETTINGS, "/v1/projects/p1/proxy-settings"),
+        (ME, ME),
+        (ORGANIZATIONS, ORGANIZATIONS),
+        (MY_ORGANIZATION, MY_ORGANIZATION),
+        (ORGANIZATION, &format!("/v1/organizations/{}", org_id(1))),
     ] {
         let op = contract.operation(operation);
         let parameters: Vec<Value> = contract
@@ -728,5 +825,160 @@ async fn conditional_answers_are_documented() {
             again.bytes().await.unwrap().is_empty(),
             "{operation}: a 304 has no body"
         );
+    }
+}
+
+// ===== Token and proxy-settings operations =====
+
+/// Real answers of createApiToken, getApiToken, deleteApiToken,
+/// createProjectProxySettings and updateProjectProxySettings, successes
+/// and errors, validate against what the document says of each, headers
+/// included.
+#[tokio::test]
+async fn token_and_proxy_settings_answers_validate() {
+    let contract = contract();
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.seed(vec![
+        org(1),
+        user("u1", &[1]),
+        user("u2", &[1]),
+        project("p1", 1, 0),
+    ])
+    .await;
+    app.data
+        .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'u2'");
+    let token = app.token("u1").await;
+    let member = app.token("u2").await;
+    let revision = json!({"description": "d",
+        "backends": [{"name": "a", "address": "a.example:443", "default": true}],
+        "routes": [{"path": "/", "backend_name": "a", "rank": "1"}]});
+    let shapes = std::cell::RefCell::new(Shapes::default());
+    let check = |method: &str, path: &str, status: u16, answer: (u16, Value, Option<String>)| {
+        let operation = format!("/paths/{}/{method}", escape(path));
+        let what = format!("{status} {method} {path}");
+        assert_eq!(answer.0, status, "{what}: {}", answer.1);
+        let documented = contract
+            .response(&operation, status)
+            .unwrap_or_else(|| panic!("{what} is not documented"));
+        let schema = contract.json_schema_of(&documented);
+        contract.assert_valid(&schema, &answer.1, &what);
+        shapes.borrow_mut().record(&contract, &schema, &answer.1);
+        if status == 200 {
+            let tag = answer.2.expect("an ETag");
+            contract.assert_header_valid(&format!("{documented}/headers/ETag"), &tag, &what);
+        }
+    };
+    let tokens = "/v1/api_tokens";
+    let one_token = "/v1/api_tokens/{id}";
+    let settings = "/v1/projects/{id}/proxy-settings";
+    let one_revision = "/v1/projects/{id}/proxy-settings/{revision}";
+    let created = send(
+        &app,
+        Method::POST,
+        tokens,
+        &token,
+        &[],
+        Some(&json!({"name": "n"})),
+    )
+    .await;
+    let id = created.1["id"].as_str().unwrap().to_owned();
+    check("post", tokens, 200, created);
+    let bad = send(&app, Method::POST, tokens, &token, &[], Some(&json!({}))).await;
+    check("post", tokens, 400, bad);
+    let path = format!("/v1/api_tokens/{id}");
+    check(
+        "get",
+        one_token,
+        200,
+        send(&app, Method::GET, &path, &token, &[], None).await,
+    );
+    check(
+        "get",
+        one_token,
+        404,
+        send(&app, Method::GET, &path, &member, &[], None).await,
+    );
+    check(
+        "delete",
+        one_token,
+        200,
+        send(&app, Method::DELETE, &path, &token, &[], None).await,
+    );
+    check(
+        "delete",
+        one_token,
+        404,
+        send(&app, Method::DELETE, &path, &token, &[], None).await,
+    );
+    let path = "/v1/projects/p1/proxy-settings";
+    check(
+        "post",
+        settings,
+        200,
+        send(&app, Method::POST, path, &token, &[], Some(&revision)).await,
+    );
+    check(
+        "post",
+        settings,
+        403,
+        send(&app, Method::POST, path, &member, &[], Some(&revision)).await,
+    );
+    check(
+        "post",
+        settings,
+        400,
+        send(&app, Method::POST, path, &token, &[], Some(&json!({}))).await,
+    );
+    let unknown = "/v1/projects/nope/proxy-settings";
+    check(
+        "post",
+        settings,
+        404,
+        send(&app, Method::POST, unknown, &token, &[], Some(&revision)).await,
+    );
+    let active = json!({"is_active": true});
+    let path = "/v1/projects/p1/proxy-settings/1";
+    check(
+        "post",
+        one_revision,
+        200,
+        send(&app, Method::POST, path, &token, &[], Some(&active)).await,
+    );
+    let stale = [("if-match", "\"v1\"")];
+    check(
+        "post",
+        one_revision,
+        412,
+        send(&app, Method::POST, path, &token, &stale, Some(&active)).await,
+    );
+    check(
+        "post",
+        one_revision,
+        403,
+        send(&app, Method::POST, path, &member, &[], Some(&active)).await,
+    );
+    let path = "/v1/projects/p1/proxy-settings/x";
+    check(
+        "post",
+        one_revision,
+        400,
+        send(&app, Method::POST, path, &token, &[], Some(&active)).await,
+    );
+    let path = "/v1/projects/p1/proxy-settings/9";
+    check(
+        "post",
+        one_revision,
+        404,
+        send(&app, Method::POST, path, &token, &[], Some(&active)).await,
+    );
+    let shapes = shapes.into_inner();
+    for reached in [
+        "CreatedApiToken",
+        "DeletedApiToken",
+        "ApiToken",
+        "ProxySettings",
+    ] {
+        let pointer = format!("/components/schemas/{reached}");
+        assert!(shapes.objects().contains(pointer.as_str()), "{reached}");
     }
 }

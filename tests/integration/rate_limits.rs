@@ -174,13 +174,57 @@ async fn errors_after_authentication_carry_the_headers_and_count() {
     assert!(header(&unauthenticated, "ratelimit-limit").is_none());
     let not_allowed = app
         .client
-        .post(app.url("/v1/projects"))
+        .put(app.url("/v1/projects"))
         .bearer_auth(&token)
         .send()
         .await
         .unwrap();
     assert_eq!(not_allowed.status(), 405);
     assert!(header(&not_allowed, "ratelimit-limit").is_none());
+}
+
+/// Writes spend the same bucket as reads: a create, a refused update and a
+/// read use up a burst of three, and the next write is refused.
+#[tokio::test]
+async fn writes_count_against_the_same_limit() {
+    let app = app_with(limited(0.5, 3, None)).await;
+    let token = app.token("u1").await;
+    let write = |path: &str, body: serde_json::Value| {
+        app.client
+            .post(app.url(path))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+    };
+    let created = write(
+        "/v1/projects",
+        serde_json::json!({"organization_id": org_id(1), "slug": "counted"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created.status(), 200);
+    assert_eq!(number(&created, "ratelimit-remaining"), Some(2));
+    let refused_update = write("/v1/projects/p1", serde_json::json!({"nope": 1}))
+        .await
+        .unwrap();
+    assert_eq!(refused_update.status(), 400);
+    assert_eq!(number(&refused_update, "ratelimit-remaining"), Some(1));
+    assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+    let over = write(
+        "/v1/projects",
+        serde_json::json!({"organization_id": org_id(1), "slug": "not-made"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(over.status(), 429);
+    assert!(header(&over, "retry-after").is_some());
+    let (_, listed) = app
+        .get_json("/v1/projects?limit=100", &app.token("u1").await)
+        .await;
+    assert!(
+        !listed.to_string().contains("not-made"),
+        "a refused write changes nothing"
+    );
 }
 
 #[tokio::test]

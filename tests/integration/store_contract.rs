@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use proxydeck::domain::directory::{Organization, OrganizationTag, User, UserTag};
+use proxydeck::domain::directory::{Organization, OrganizationTag, Role, User, UserTag};
 use proxydeck::domain::import::{ImportBatch, ImportError, ObjectCounts, parse_line};
 use proxydeck::domain::organization_set::OrganizationSet;
 use proxydeck::domain::pagination::{Direction, PageRequest};
@@ -105,6 +105,8 @@ async fn import_is_all_or_nothing(store: Arc<dyn Store>) {
             object: OrganizationTag::Tag,
             id: org_id(1),
             name: "again".into(),
+            slug: None,
+            kind: Default::default(),
             created_at: None,
         })
         .await;
@@ -436,6 +438,8 @@ async fn admin_writes_refuse_conflicts_and_unknown_references(store: Arc<dyn Sto
         object: OrganizationTag::Tag,
         id: org_id(1),
         name: "dup".into(),
+        slug: None,
+        kind: Default::default(),
         created_at: None,
     };
     assert!(matches!(
@@ -446,11 +450,13 @@ async fn admin_writes_refuse_conflicts_and_unknown_references(store: Arc<dyn Sto
         object: UserTag::Tag,
         id: "u2".into(),
         email: "u2@example.com".into(),
-        organizations: vec![org_id(1), org_id(5)],
+        name: None,
+        roles: [(org_id(1), Role::Admin), (org_id(5), Role::Member)].into(),
+        organizations: None,
         created_at: None,
     };
     match store.create_user(stray).await {
-        Err(StoreError::Invalid(error)) => assert_eq!(error.field, "organizations[1]"),
+        Err(StoreError::Invalid(error)) => assert_eq!(error.field, format!("roles.{}", org_id(5))),
         other => panic!("{other:?}"),
     }
     let (orphan, _) = NewToken::mint("nobody".into(), "t".into(), None);
@@ -462,7 +468,9 @@ async fn admin_writes_refuse_conflicts_and_unknown_references(store: Arc<dyn Sto
         object: UserTag::Tag,
         id: "u1".into(),
         email: "x@example.com".into(),
-        organizations: vec![org_id(1)],
+        name: None,
+        roles: [(org_id(1), Role::Admin)].into(),
+        organizations: None,
         created_at: None,
     };
     assert!(matches!(
@@ -678,3 +686,51 @@ contract!(
     token_listing_pages_and_filters,
     invisible_projects_have_no_settings,
 );
+
+/// A project body of an older shape (here: without a member `Project` now
+/// has) is rewritten through `Project` when a store opens on it: the
+/// member is there with its default, the version (the ETag) moved, the
+/// other bodies are untouched, and opening again changes nothing.
+#[tokio::test]
+async fn bodies_of_an_older_shape_are_rewritten_when_the_store_opens() {
+    require!(BACKEND);
+    let app = TestApp::spawn(BACKEND).await;
+    app.seed(vec![
+        org(1),
+        user("u1", &[1]),
+        project("p1", 1, 0),
+        project("p2", 1, 1),
+    ])
+    .await;
+    let token = app.token("u1").await;
+    /// getProject's ETag and body.
+    async fn read_on(app: &TestApp, token: &str, id: &str) -> (String, String) {
+        let response = app.get(&format!("/v1/projects/{id}"), token).await;
+        let etag = response.headers()["etag"].to_str().unwrap().to_owned();
+        (etag, response.text().await.unwrap())
+    }
+    let read = |app, id| read_on(app, &token, id);
+    let (p1_tag, p1_body) = read(&app, "p1").await;
+    let (p2_tag, p2_body) = read(&app, "p2").await;
+    assert!(
+        p1_body.contains(r#","rate_limiting_enabled":false"#),
+        "{p1_body}"
+    );
+
+    // As an older build stored it.
+    app.data.execute(
+        r#"UPDATE projects SET body = REPLACE(body, ',"rate_limiting_enabled":false', '') WHERE id = 'p1';
+           UPDATE stored_shapes SET version = 0;"#,
+    );
+    let (_, old) = read(&app, "p1").await;
+    assert!(!old.contains("rate_limiting_enabled"), "{old}");
+
+    let reopened = app.another_instance().await;
+    let (tag, body) = read(&reopened, "p1").await;
+    assert_eq!(body, p1_body);
+    assert_ne!(tag, p1_tag, "a rewritten body is a new version");
+    assert_eq!(read(&reopened, "p2").await, (p2_tag, p2_body));
+
+    let again = reopened.another_instance().await;
+    assert_eq!(read(&again, "p1").await, (tag, body));
+}

@@ -1,9 +1,11 @@
 //! Writes of the operator's commands and of token use.
 
+use std::collections::BTreeMap;
+
 use super::{Db, Param, exists, query_all, transaction};
 use crate::domain::FieldError;
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
-use crate::domain::directory::{Organization, User};
+use crate::domain::directory::{MAX_SLUG_CHARS, Organization, Role, User, slug_of};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::store::{NewToken, StoreError, TokenUse};
@@ -36,52 +38,124 @@ pub(super) async fn create_organization(
     let mut organization = organization.clone();
     let created_at = *organization.created_at.get_or_insert_with(Timestamp::now);
     transaction!(db, begin_write, {
-        db.execute(
-            "INSERT INTO organizations (id, name, created_at) VALUES (?1, ?2, ?3)",
-            &[
-                Param::Text(&organization.id),
-                Param::Text(&organization.name),
-                Param::Int(created_at.as_millis()),
-            ],
-        )
-        .await
-        .map_err(|e| {
-            conflict(e, || {
-                format!("organization {} already exists", organization.id)
-            })
-        })
+        let slug = match &organization.slug {
+            Some(slug) => slug.clone(),
+            None => unique_slug(db, &organization).await?,
+        };
+        insert_organization(db, &organization, &slug, created_at.as_millis())
+            .await
+            .map_err(|e| {
+                conflict(e, || {
+                    format!(
+                        "organization {} or slug {slug} already exists",
+                        organization.id
+                    )
+                })
+            })?;
+        organization.slug = Some(slug);
+        Ok(())
     })?;
     Ok(organization)
+}
+
+/// Writes a new organization (a slug taken is a `Conflict`).
+pub(super) async fn insert_organization(
+    db: &mut dyn Db,
+    organization: &Organization,
+    slug: &str,
+    created_at: i64,
+) -> Result<u64, StoreError> {
+    db.execute(
+        "INSERT INTO organizations (id, name, slug, type, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        &[
+            Param::Text(&organization.id),
+            Param::Text(&organization.name),
+            Param::Text(slug),
+            Param::Text(organization.kind.as_str()),
+            Param::Int(created_at),
+        ],
+    )
+    .await
+}
+
+/// Tries made at a slug from the name before taking the organization's id
+/// (a UUID: a slug, and unique).
+const SLUG_TRIES: u32 = 20;
+
+/// The slug a new organization gets: its name's ([`slug_of`]), with `-2`,
+/// `-3`, ... when that one is taken.
+pub(super) async fn unique_slug(
+    db: &mut dyn Db,
+    organization: &Organization,
+) -> Result<String, StoreError> {
+    let base = slug_of(&organization.name);
+    for n in 1..=SLUG_TRIES {
+        let candidate = if n == 1 {
+            base.clone()
+        } else {
+            let suffix = format!("-{n}");
+            let mut stem = base[..base.len().min(MAX_SLUG_CHARS - suffix.len())].to_owned();
+            while stem.ends_with('-') {
+                stem.pop();
+            }
+            stem + &suffix
+        };
+        if !exists(
+            db,
+            "SELECT 1 FROM organizations WHERE slug = ?1",
+            &[Param::Text(&candidate)],
+        )
+        .await?
+        {
+            return Ok(candidate);
+        }
+    }
+    Ok(organization.id.clone())
 }
 
 pub(super) async fn create_user(db: &mut dyn Db, user: &User) -> Result<User, StoreError> {
     let mut user = user.clone();
     let created_at = *user.created_at.get_or_insert_with(Timestamp::now);
     transaction!(db, begin_write, {
-        if let Some(error) = missing_organization(db, &user.organizations).await? {
+        if let Some(error) = missing_organization(db, &user).await? {
             return Err(StoreError::Invalid(error));
         }
         db.execute(
-            "INSERT INTO users (id, email, created_at) VALUES (?1, ?2, ?3)",
+            "INSERT INTO users (id, email, name, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)",
             &[
                 Param::Text(&user.id),
                 Param::Text(&user.email),
+                Param::Text(user.name.as_deref().unwrap_or_default()),
                 Param::Int(created_at.as_millis()),
             ],
         )
         .await
         .map_err(|e| conflict(e, || format!("user {} already exists", user.id)))?;
-        replace_memberships(db, &user.id, &user.organizations).await
+        replace_memberships(db, &user.id, created_at, &user.roles).await
     })?;
     Ok(user)
 }
 
-/// The first of `organizations` that does not exist, as an error naming it.
+/// The first organization of the user's that does not exist, as an error
+/// naming it as the user's line did (`organizations[i]` or `roles.<id>`).
 pub(super) async fn missing_organization(
     db: &mut dyn Db,
-    organizations: &[String],
+    user: &User,
 ) -> Result<Option<FieldError>, StoreError> {
-    for (i, organization) in organizations.iter().enumerate() {
+    let named: Vec<(String, &String)> = match &user.organizations {
+        Some(listed) => listed
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (format!("organizations[{i}]"), id))
+            .collect(),
+        None => user
+            .roles
+            .keys()
+            .map(|id| (format!("roles.{id}"), id))
+            .collect(),
+    };
+    for (field, organization) in named {
         if !exists(
             db,
             "SELECT 1 FROM organizations WHERE id = ?1",
@@ -90,7 +164,7 @@ pub(super) async fn missing_organization(
         .await?
         {
             return Ok(Some(FieldError::new(
-                format!("organizations[{i}]"),
+                field,
                 format!("no organization {organization} exists"),
             )));
         }
@@ -98,20 +172,55 @@ pub(super) async fn missing_organization(
     Ok(None)
 }
 
+/// Makes the user's memberships `roles`: memberships it keeps keep their
+/// age; a new one is as old as the later of the user and the organization
+/// (`user_created_at`; docs/management.md, "Roles and organizations").
+/// Answers whether anything changed.
 pub(super) async fn replace_memberships(
     db: &mut dyn Db,
     user_id: &str,
-    organizations: &[String],
-) -> Result<(), StoreError> {
-    db.execute(
-        "DELETE FROM memberships WHERE user_id = ?1",
+    user_created_at: Timestamp,
+    roles: &BTreeMap<String, Role>,
+) -> Result<bool, StoreError> {
+    let stored = query_all(
+        db,
+        "SELECT organization_id, role FROM memberships WHERE user_id = ?1",
         &[Param::Text(user_id)],
+        |row| Ok((row.text(0)?, row.text(1)?)),
     )
     .await?;
-    for organization in organizations {
+    let mut changed = stored.len() != roles.len();
+    for (organization, role) in &stored {
+        match roles.get(organization) {
+            Some(kept) if kept.as_str() == role => {}
+            Some(_) => changed = true,
+            None => {
+                changed = true;
+                db.execute(
+                    "DELETE FROM memberships WHERE user_id = ?1 AND organization_id = ?2",
+                    &[Param::Text(user_id), Param::Text(organization)],
+                )
+                .await?;
+            }
+        }
+    }
+    if !changed {
+        return Ok(false);
+    }
+    for (organization, role) in roles {
         db.execute(
-            "INSERT INTO memberships (user_id, organization_id) VALUES (?1, ?2)",
-            &[Param::Text(user_id), Param::Text(organization)],
+            "INSERT INTO memberships
+               (user_id, organization_id, role, created_at, organization_created_at, organization_type)
+             SELECT ?1, o.id, ?3, CASE WHEN o.created_at > ?4 THEN o.created_at ELSE ?4 END,
+                    o.created_at, o.type
+               FROM organizations o WHERE o.id = ?2
+             ON CONFLICT (user_id, organization_id) DO UPDATE SET role = excluded.role",
+            &[
+                Param::Text(user_id),
+                Param::Text(organization),
+                Param::Text(role.as_str()),
+                Param::Int(user_created_at.as_millis()),
+            ],
         )
         .await?;
     }
@@ -132,44 +241,51 @@ pub(super) async fn replace_memberships(
         ],
     )
     .await?;
-    Ok(())
+    Ok(true)
 }
 
 pub(super) async fn create_token(
     db: &mut dyn Db,
     token: &NewToken,
 ) -> Result<ApiToken, StoreError> {
-    transaction!(db, begin_write, {
-        if !exists(
-            db,
-            "SELECT 1 FROM users WHERE id = ?1",
-            &[Param::Text(&token.user_id)],
-        )
-        .await?
-        {
-            return Err(StoreError::NotFound {
-                kind: "user",
-                id: token.user_id.clone(),
-            });
-        }
-        db.execute(
-            "INSERT INTO api_tokens
-               (id, user_id, name, from_browser, digest, hint, created_at, updated_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
-            &[
-                Param::Text(&token.id),
-                Param::Text(&token.user_id),
-                Param::Text(&token.name),
-                Param::Bool(token.from_browser),
-                Param::Bytes(&token.digest.0),
-                Param::Text(&token.hint),
-                Param::Int(token.created_at.as_millis()),
-                Param::OptInt(token.expires_at.map(Timestamp::as_millis)),
-            ],
-        )
-        .await
-        .map_err(|e| conflict(e, || format!("api token {} already exists", token.id)))
-    })?;
+    transaction!(db, begin_write, { insert_token(db, token).await })
+}
+
+/// Stores a new token inside the caller's transaction; answers the
+/// api_token object with its hint in `token`.
+pub(super) async fn insert_token(
+    db: &mut dyn Db,
+    token: &NewToken,
+) -> Result<ApiToken, StoreError> {
+    if !exists(
+        db,
+        "SELECT 1 FROM users WHERE id = ?1",
+        &[Param::Text(&token.user_id)],
+    )
+    .await?
+    {
+        return Err(StoreError::NotFound {
+            kind: "user",
+            id: token.user_id.clone(),
+        });
+    }
+    db.execute(
+        "INSERT INTO api_tokens
+           (id, user_id, name, from_browser, digest, hint, created_at, updated_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
+        &[
+            Param::Text(&token.id),
+            Param::Text(&token.user_id),
+            Param::Text(&token.name),
+            Param::Bool(token.from_browser),
+            Param::Bytes(&token.digest.0),
+            Param::Text(&token.hint),
+            Param::Int(token.created_at.as_millis()),
+            Param::OptInt(token.expires_at.map(Timestamp::as_millis)),
+        ],
+    )
+    .await
+    .map_err(|e| conflict(e, || format!("api token {} already exists", token.id)))?;
     Ok(ApiToken {
         object: ApiTokenTag::Tag,
         id: token.id.clone(),
@@ -215,7 +331,7 @@ pub(super) async fn delete_project(db: &mut dyn Db, project_id: &str) -> Result<
     transaction!(db, begin_write, {
         let changed = db
             .execute(
-                "UPDATE projects SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL",
+                "UPDATE projects SET deleted_at = ?2, version = version + 1 WHERE id = ?1 AND deleted_at IS NULL",
                 &[Param::Text(project_id), Param::Int(now)],
             )
             .await?;

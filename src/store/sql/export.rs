@@ -1,14 +1,15 @@
 //! The whole store, read in creation order: for `admin export` (streamed
 //! line by line from one snapshot) and the operator's listings.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use tokio::sync::mpsc;
 
+use super::directory::{organization_type, role};
 use super::listings::{api_token, timestamp, timestamp_opt, token_columns};
 use super::{Db, Param, exists, query_all, query_opt, to_json, transaction};
 use crate::domain::api_token::TokenRecord;
-use crate::domain::directory::{Organization, OrganizationTag, User, UserTag};
+use crate::domain::directory::{Organization, OrganizationTag, Role, User, UserTag};
 use crate::domain::import::ObjectCounts;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::store::StoreError;
@@ -151,14 +152,16 @@ async fn each_organization(
 ) -> Result<bool, StoreError> {
     let mut complete = true;
     db.query(
-        "SELECT id, name, created_at FROM organizations ORDER BY created_at, id",
+        "SELECT id, name, slug, type, created_at FROM organizations ORDER BY created_at, id",
         &[],
         &mut |row| {
             complete = each(Organization {
                 object: OrganizationTag::Tag,
                 id: row.text(0)?,
                 name: row.text(1)?,
-                created_at: Some(timestamp(row, 2)?),
+                slug: Some(row.text(2)?),
+                kind: organization_type(row, 3)?,
+                created_at: Some(timestamp(row, 4)?),
             })?;
             Ok(complete)
         },
@@ -167,7 +170,7 @@ async fn each_organization(
     Ok(complete)
 }
 
-/// Like [`each_organization`], for users with their organizations (sorted).
+/// Like [`each_organization`], for users with their roles.
 async fn each_user(
     db: &mut dyn Db,
     each: &mut (dyn FnMut(User) -> Result<bool, StoreError> + Send),
@@ -176,31 +179,33 @@ async fn each_user(
     // cannot run a second statement while the first one streams rows.
     let users = query_all(
         db,
-        "SELECT id, email, created_at FROM users ORDER BY created_at, id",
+        "SELECT id, email, name, created_at FROM users ORDER BY created_at, id",
         &[],
-        |row| Ok((row.text(0)?, row.text(1)?, timestamp(row, 2)?)),
+        |row| Ok((row.text(0)?, row.text(1)?, row.text(2)?, timestamp(row, 3)?)),
     )
     .await?;
-    let mut memberships: HashMap<String, Vec<String>> = HashMap::new();
+    let mut memberships: HashMap<String, BTreeMap<String, Role>> = HashMap::new();
     db.query(
-        "SELECT user_id, organization_id FROM memberships ORDER BY user_id, organization_id",
+        "SELECT user_id, organization_id, role FROM memberships",
         &[],
         &mut |row| {
             memberships
                 .entry(row.text(0)?)
                 .or_default()
-                .push(row.text(1)?);
+                .insert(row.text(1)?, role(row, 2)?);
             Ok(true)
         },
     )
     .await?;
-    for (id, email, created_at) in users {
-        let organizations = memberships.remove(&id).unwrap_or_default();
+    for (id, email, name, created_at) in users {
+        let roles = memberships.remove(&id).unwrap_or_default();
         let user = User {
             object: UserTag::Tag,
             id,
             email,
-            organizations,
+            name: Some(name),
+            roles,
+            organizations: None,
             created_at: Some(created_at),
         };
         if !each(user)? {

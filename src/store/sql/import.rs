@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use tokio::sync::mpsc;
 
-use super::admin::{missing_organization, replace_memberships};
+use super::admin::{insert_organization, missing_organization, replace_memberships, unique_slug};
 use super::{Db, Param, exists, query_opt, to_json};
 use crate::domain::FieldError;
 use crate::domain::directory::{Organization, User};
@@ -102,43 +102,131 @@ async fn apply_all(
     Ok(counts)
 }
 
+/// A new organization gets a slug from its name when the line gives none;
+/// an existing one keeps its own. `updated_at` moves to the time of import
+/// when the line changes anything; the memberships' copies of the
+/// organization's creation time and type follow it.
 async fn upsert_organization(
     db: &mut dyn Db,
     organization: &Organization,
     now: Timestamp,
 ) -> Result<(), Refusal> {
+    let stored = query_opt(
+        db,
+        "SELECT name, slug, type, created_at FROM organizations WHERE id = ?1",
+        &[Param::Text(&organization.id)],
+        |row| Ok((row.text(0)?, row.text(1)?, row.text(2)?, row.int(3)?)),
+    )
+    .await?;
+    let slug = match (&organization.slug, &stored) {
+        (Some(slug), _) => slug.clone(),
+        (None, Some((_, slug, _, _))) => slug.clone(),
+        (None, None) => unique_slug(db, organization).await?,
+    };
+    let kind = organization.kind.as_str();
+    let created_at = organization
+        .created_at
+        .map(Timestamp::as_millis)
+        .or(stored.as_ref().map(|s| s.3))
+        .unwrap_or(now.as_millis());
+    let Some((name, stored_slug, stored_kind, stored_created_at)) = stored else {
+        insert_organization(db, organization, &slug, created_at)
+            .await
+            .map_err(|e| slug_taken(e, &slug))?;
+        return Ok(());
+    };
+    if (
+        name.as_str(),
+        stored_slug.as_str(),
+        stored_kind.as_str(),
+        stored_created_at,
+    ) == (organization.name.as_str(), slug.as_str(), kind, created_at)
+    {
+        return Ok(());
+    }
     db.execute(
-        "INSERT INTO organizations (id, name, created_at) VALUES (?1, ?2, COALESCE(CAST(?3 AS BIGINT), ?4))
-         ON CONFLICT (id) DO UPDATE
-         SET name = excluded.name, created_at = COALESCE(CAST(?3 AS BIGINT), organizations.created_at)",
+        "UPDATE organizations SET name = ?2, slug = ?3, type = ?4, created_at = ?5, updated_at = ?6
+         WHERE id = ?1",
         &[
             Param::Text(&organization.id),
             Param::Text(&organization.name),
-            Param::OptInt(organization.created_at.map(Timestamp::as_millis)),
+            Param::Text(&slug),
+            Param::Text(kind),
+            Param::Int(created_at),
             Param::Int(now.as_millis()),
         ],
     )
-    .await?;
+    .await
+    .map_err(|e| slug_taken(e, &slug))?;
+    if (stored_kind.as_str(), stored_created_at) != (kind, created_at) {
+        db.execute(
+            "UPDATE memberships SET organization_type = ?2, organization_created_at = ?3
+             WHERE organization_id = ?1",
+            &[
+                Param::Text(&organization.id),
+                Param::Text(kind),
+                Param::Int(created_at),
+            ],
+        )
+        .await?;
+    }
     Ok(())
 }
 
+fn slug_taken(error: StoreError, slug: &str) -> Refusal {
+    match error {
+        StoreError::Conflict(_) => Refusal::Rule(FieldError::new(
+            "slug",
+            format!("another organization has the slug {slug}"),
+        )),
+        other => Refusal::Store(other),
+    }
+}
+
+/// `updated_at` moves to the time of import when the line changes the
+/// user's email, name or roles.
 async fn upsert_user(db: &mut dyn Db, user: &User, now: Timestamp) -> Result<(), Refusal> {
-    if let Some(error) = missing_organization(db, &user.organizations).await? {
+    if let Some(error) = missing_organization(db, user).await? {
         return Err(Refusal::Rule(error));
     }
+    let stored = query_opt(
+        db,
+        "SELECT email, name, created_at FROM users WHERE id = ?1",
+        &[Param::Text(&user.id)],
+        |row| Ok((row.text(0)?, row.text(1)?, row.int(2)?)),
+    )
+    .await?;
+    let name = user.name.as_deref().unwrap_or_default();
+    let created_at = user
+        .created_at
+        .map(Timestamp::as_millis)
+        .or(stored.as_ref().map(|s| s.2))
+        .unwrap_or(now.as_millis());
     db.execute(
-        "INSERT INTO users (id, email, created_at) VALUES (?1, ?2, COALESCE(CAST(?3 AS BIGINT), ?4))
+        "INSERT INTO users (id, email, name, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
          ON CONFLICT (id) DO UPDATE
-         SET email = excluded.email, created_at = COALESCE(CAST(?3 AS BIGINT), users.created_at)",
+         SET email = excluded.email, name = excluded.name, created_at = excluded.created_at",
         &[
             Param::Text(&user.id),
             Param::Text(&user.email),
-            Param::OptInt(user.created_at.map(Timestamp::as_millis)),
-            Param::Int(now.as_millis()),
+            Param::Text(name),
+            Param::Int(created_at),
         ],
     )
     .await?;
-    replace_memberships(db, &user.id, &user.organizations).await?;
+    let since = Timestamp::from_millis(created_at).unwrap_or(now);
+    let memberships_changed = replace_memberships(db, &user.id, since, &user.roles).await?;
+    if let Some((email, stored_name, stored_created_at)) = stored
+        && (memberships_changed
+            || (email.as_str(), stored_name.as_str(), stored_created_at)
+                != (user.email.as_str(), name, created_at))
+    {
+        db.execute(
+            "UPDATE users SET updated_at = ?2 WHERE id = ?1",
+            &[Param::Text(&user.id), Param::Int(now.as_millis())],
+        )
+        .await?;
+    }
     Ok(())
 }
 
@@ -212,6 +300,7 @@ async fn upsert_project(
             Param::Int(millis(project.updated_at)),
             Param::Text(&body),
             Param::Int(organization_number),
+            Param::Text(&project.slug),
         ],
     )
     .await?;
@@ -302,7 +391,9 @@ async fn upsert_proxy_settings(db: &mut dyn Db, settings: &ProxySettings) -> Res
     db.execute(
         "INSERT INTO proxy_settings (project_id, revision, is_active, body) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (project_id, revision) DO UPDATE
-         SET is_active = excluded.is_active, body = excluded.body",
+         SET is_active = excluded.is_active, body = excluded.body,
+             version = proxy_settings.version
+               + CASE WHEN proxy_settings.body = excluded.body THEN 0 ELSE 1 END",
         &[
             Param::Text(project_id),
             Param::Int(revision),

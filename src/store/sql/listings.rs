@@ -219,10 +219,36 @@ async fn api_tokens_page(db: &mut dyn Db, query: &ApiTokensQuery) -> Result<Json
             )
         }
     };
+    objects_page(
+        db,
+        (select, start),
+        &["created_at", "id"],
+        params,
+        page,
+        |row| {
+            let token = api_token(row)?;
+            Ok((token.id.clone(), to_json(&token)?))
+        },
+    )
+    .await
+}
+
+/// A page of objects written here from their rows (not stored as JSON):
+/// `select` (its own parameters `params`) after the item the `start`
+/// subquery finds by its id, in `keys` order; `object` answers each row's
+/// key and JSON.
+pub(super) async fn objects_page(
+    db: &mut dyn Db,
+    (select, start): (&'static str, &'static str),
+    keys: &'static [&'static str],
+    mut params: Vec<Param<'_>>,
+    page: &PageRequest,
+    object: impl Fn(&dyn Row) -> Result<(String, String), StoreError> + Send + Sync,
+) -> Result<JsonPage, StoreError> {
     let sql = keyset_select(
         select,
         params.len(),
-        &["created_at", "id"],
+        keys,
         StartKeys::Selected {
             subquery: start,
             binds: 1,
@@ -237,8 +263,8 @@ async fn api_tokens_page(db: &mut dyn Db, query: &ApiTokensQuery) -> Result<Json
             out.has_more = true;
             return Ok(false);
         }
-        let token = api_token(row)?;
-        out.push_ready(&token.id, to_json(&token)?.as_bytes());
+        let (key, json) = object(row)?;
+        out.push_ready(&key, json.as_bytes());
         Ok(true)
     })
     .await?;

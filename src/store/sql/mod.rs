@@ -15,9 +15,15 @@
 //! awaited on the request's task.
 
 mod admin;
+mod directory;
 mod export;
 mod import;
 pub(crate) mod listings;
+pub(crate) mod project_writes;
+pub(crate) mod proxy_settings_writes;
+pub(crate) mod shapes;
+pub(crate) mod token_writes;
+mod writes;
 
 use std::future::Future;
 use std::sync::{Arc, LazyLock};
@@ -31,15 +37,19 @@ pub use super::cache::recent_pages::CommitMark;
 use super::cache::recent_pages::CommitMarks;
 use super::cache::{self, Reader};
 use super::{
-    JsonPage, Listing, ListingKey, NewToken, PoolUse, Store, StoreError, StoreOptions, TokenGrant,
-    TokenUse,
+    JsonPage, Listing, ListingKey, NewToken, OrganizationsQuery, PoolUse, Store, StoreError,
+    StoreOptions, TokenGrant, TokenUse, WhichOrganization,
 };
 use crate::domain::api_token::{ApiToken, TokenRecord};
-use crate::domain::directory::{Organization, User};
+use crate::domain::directory::{Organization, OrganizationObject, User, UserWithRoles};
 use crate::domain::import::{ImportBatch, ImportError, ObjectCounts};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::pagination::PageRequest;
+use crate::domain::project::Project;
+use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::token::TokenDigest;
+use crate::store::writes::{AuditQuery, AuditRecord, ObjectAnswer, WriteRequest};
+use crate::store::{ProjectRead, SettingsChange, TokenRead};
 
 /// A statement parameter: the few types the schema uses. Nulls are typed,
 /// as PostgreSQL needs.
@@ -109,13 +119,15 @@ pub trait Db: Send {
     ) -> Result<JsonPage, StoreError>;
 
     /// The statement that writes a project, new or not (parameters: id,
-    /// organization_id, created_at, updated_at, body, organization_number).
+    /// organization_id, created_at, updated_at, body, organization_number,
+    /// slug). A project that exists moves to its next version when it changes
+    /// (re-importing the same line changes nothing).
     /// SQLite places a new project's row among its organization's.
     fn project_upsert_sql(&self) -> &'static str {
         static SQL: LazyLock<String> = LazyLock::new(|| {
             format!(
-                "INSERT INTO projects (id, organization_id, organization_number, created_at, updated_at, body)
-                 VALUES (?1, ?2, ?6, ?3, ?4, ?5) {PROJECT_CONFLICT}"
+                "INSERT INTO projects (id, organization_id, organization_number, created_at, updated_at, body, slug)
+                 VALUES (?1, ?2, ?6, ?3, ?4, ?5, ?7) {PROJECT_CONFLICT}"
             )
         });
         &SQL
@@ -139,7 +151,10 @@ pub(crate) const PROJECT_CONFLICT: &str = "ON CONFLICT (id) DO UPDATE
      SET organization_id = excluded.organization_id,
          organization_number = excluded.organization_number,
          created_at = excluded.created_at, updated_at = excluded.updated_at,
-         body = excluded.body, deleted_at = NULL";
+         body = excluded.body, slug = excluded.slug, deleted_at = NULL,
+         version = projects.version
+           + CASE WHEN projects.body = excluded.body AND projects.deleted_at IS NULL
+                  THEN 0 ELSE 1 END";
 
 /// An operation of the store's logic on a connection and its input (a
 /// function, so a driver may run it wherever it sees fit, and again).
@@ -324,6 +339,23 @@ impl<D: Driver> SqlStore<D> {
         }
     }
 
+    /// Rewrites the stored bodies of an older shape through the domain
+    /// types ([`shapes`]); run once when the store opens.
+    pub async fn upgrade_stored_bodies(&self) -> Result<u64, StoreError> {
+        let changed = self
+            .write("upgrade_stored_bodies", Bound::Unbounded, (), |db, ()| {
+                Box::pin(shapes::upgrade(db, &()))
+            })
+            .await?;
+        if changed > 0 {
+            tracing::info!(
+                projects = changed,
+                "rewrote project bodies of an older shape"
+            );
+        }
+        Ok(changed)
+    }
+
     /// Runs a request's read ([`bounded_read`]).
     async fn read<Q, T>(
         &self,
@@ -362,6 +394,32 @@ impl<D: Driver> SqlStore<D> {
         match bound {
             Bound::Request => within(self.request_timeout, run).await,
             Bound::Unbounded => run.await,
+        }
+    }
+
+    /// Runs a request's write of the management API: bounded, and tried
+    /// once more when it met a concurrent one ([`StoreError::Retry`]).
+    async fn request_write<Q, T>(
+        &self,
+        operation: &'static str,
+        input: Q,
+        work: Work<Q, T>,
+    ) -> Result<T, StoreError>
+    where
+        Q: Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        let input = Arc::new(input);
+        let _timer = OperationTimer::start(operation);
+        let attempt = || {
+            within(
+                self.request_timeout,
+                self.driver.run(Access::Write, input.clone(), work),
+            )
+        };
+        match attempt().await {
+            Err(StoreError::Retry) => attempt().await,
+            result => result,
         }
     }
 
@@ -479,6 +537,33 @@ impl<D: Driver> Store for SqlStore<D> {
         (self.listings)(ListingKey::new(listing)).await
     }
 
+    async fn user_with_roles(&self, user_id: &str) -> Result<Option<UserWithRoles>, StoreError> {
+        self.read("user_with_roles", user_id.to_owned(), |db, user_id| {
+            Box::pin(directory::user_with_roles(db, user_id))
+        })
+        .await
+    }
+
+    async fn member_organization(
+        &self,
+        user_id: &str,
+        which: WhichOrganization,
+    ) -> Result<Option<OrganizationObject>, StoreError> {
+        self.read(
+            "member_organization",
+            (user_id.to_owned(), which),
+            |db, input| Box::pin(directory::member_organization(db, input)),
+        )
+        .await
+    }
+
+    async fn organizations_of(&self, query: OrganizationsQuery) -> Result<JsonPage, StoreError> {
+        self.read("list_organizations", query, |db, query| {
+            Box::pin(directory::organizations_page(db, query))
+        })
+        .await
+    }
+
     async fn create_organization(
         &self,
         organization: Organization,
@@ -523,6 +608,116 @@ impl<D: Driver> Store for SqlStore<D> {
             project_id.to_owned(),
             |db, project_id| Box::pin(admin::delete_project(db, project_id)),
         )
+        .await
+    }
+
+    async fn get_project(&self, read: ProjectRead) -> Result<ObjectAnswer, StoreError> {
+        self.read("get_project", read, |db, read| {
+            Box::pin(project_writes::get(db, read))
+        })
+        .await
+    }
+
+    async fn create_project(
+        &self,
+        request: WriteRequest,
+        project: Project,
+    ) -> Result<ObjectAnswer, StoreError> {
+        self.request_write("create_project", (request, project), |db, input| {
+            Box::pin(project_writes::create(db, input))
+        })
+        .await
+    }
+
+    async fn update_project(
+        &self,
+        request: WriteRequest,
+        project_id: String,
+        members: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<ObjectAnswer, StoreError> {
+        self.request_write(
+            "update_project",
+            (request, project_id, members),
+            |db, input| Box::pin(project_writes::update(db, input)),
+        )
+        .await
+    }
+
+    async fn remove_project(
+        &self,
+        request: WriteRequest,
+        project_id: String,
+    ) -> Result<ObjectAnswer, StoreError> {
+        self.request_write("remove_project", (request, project_id), |db, input| {
+            Box::pin(project_writes::delete(db, input))
+        })
+        .await
+    }
+
+    async fn get_api_token(&self, read: TokenRead) -> Result<ObjectAnswer, StoreError> {
+        self.read("get_api_token", read, |db, read| {
+            Box::pin(token_writes::get(db, read))
+        })
+        .await
+    }
+
+    async fn create_api_token(
+        &self,
+        request: WriteRequest,
+        token: NewToken,
+    ) -> Result<ObjectAnswer, StoreError> {
+        self.request_write("create_api_token", (request, token), |db, input| {
+            Box::pin(token_writes::create(db, input))
+        })
+        .await
+    }
+
+    async fn delete_api_token(
+        &self,
+        request: WriteRequest,
+        token_id: String,
+    ) -> Result<ObjectAnswer, StoreError> {
+        self.request_write("delete_api_token", (request, token_id), |db, input| {
+            Box::pin(token_writes::delete(db, input))
+        })
+        .await
+    }
+
+    async fn create_proxy_settings(
+        &self,
+        request: WriteRequest,
+        project_id: String,
+        settings: ProxySettings,
+    ) -> Result<ObjectAnswer, StoreError> {
+        self.request_write(
+            "create_proxy_settings",
+            (request, project_id, settings),
+            |db, input| Box::pin(proxy_settings_writes::create(db, input)),
+        )
+        .await
+    }
+
+    async fn update_proxy_settings(
+        &self,
+        request: WriteRequest,
+        project_id: String,
+        revision: u32,
+        change: SettingsChange,
+    ) -> Result<ObjectAnswer, StoreError> {
+        self.request_write(
+            "update_proxy_settings",
+            (request, project_id, revision, change),
+            |db, input| Box::pin(proxy_settings_writes::update(db, input)),
+        )
+        .await
+    }
+
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
+        self.operator_read("audit", query, |db, query| {
+            Box::pin(
+                async move { transaction!(db, begin_read, { writes::audit(db, query).await }) },
+            )
+        })
         .await
     }
 

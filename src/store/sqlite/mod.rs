@@ -315,10 +315,10 @@ impl Db for r2d2::PooledConnection<Connector> {
     fn project_upsert_sql(&self) -> &'static str {
         static SQL: LazyLock<String> = LazyLock::new(|| {
             format!(
-                "INSERT INTO projects (rowid, id, organization_id, organization_number, created_at, updated_at, body)
+                "INSERT INTO projects (rowid, id, organization_id, organization_number, created_at, updated_at, body, slug)
                  VALUES ((SELECT COALESCE(MAX(rowid), (?6 + 1) * {ROWS}) + 1 FROM projects
                            WHERE rowid > (?6 + 1) * {ROWS} AND rowid < (?6 + 2) * {ROWS}),
-                         ?1, ?2, ?6, ?3, ?4, ?5) {PROJECT_CONFLICT}",
+                         ?1, ?2, ?6, ?3, ?4, ?5, ?7) {PROJECT_CONFLICT}",
                 ROWS = ORGANIZATION_ROWS
             )
         });
@@ -621,6 +621,7 @@ mod tests {
                         Param::Int(created_at),
                         Param::Text("{}"),
                         Param::Int(number),
+                        Param::Text(""),
                     ],
                 )
                 .unwrap();

@@ -19,10 +19,11 @@ const COMMANDS: [&str; 10] = [
     "man",
 ];
 
-/// A flag of a command three levels down (`admin token create`): bash and
+/// A flag only a command three levels down has (`admin user create`;
+/// `--expires-in` is `tokens create`'s too, two levels down): bash and
 /// zsh complete it; clap_complete's fish script stops at the second level
-/// (clap-rs/clap#5975), where it still offers `admin token`'s `create`.
-const DEEP_FLAG: &str = "expires-in";
+/// (clap-rs/clap#5975), where it still offers `admin user`'s `create`.
+const DEEP_FLAG: &str = "--email";
 
 /// `shell -n FILE` (parse only) accepts the script; answers whether the
 /// shell is installed (`.ci/run` installs zsh and fish).

@@ -78,7 +78,7 @@ fn org_create_refuses_bad_ids_empty_names_and_duplicates() {
 }
 
 #[tokio::test]
-async fn user_create_prints_the_user_with_its_organizations() {
+async fn user_create_prints_the_user_with_its_roles() {
     let sandbox = Sandbox::new();
     let (first, second) = (org_id(1), org_id(0xabc));
     sandbox.json(&["admin", "org", "create", "--name", "One", "--id", &first]);
@@ -93,13 +93,19 @@ async fn user_create_prints_the_user_with_its_organizations() {
         "--org",
         &first,
         "--org",
-        &second.to_uppercase(),
+        &format!("{}:member", second.to_uppercase()),
         "--id",
         "ops-user_1",
+        "--name",
+        "Ops Team",
     ]);
     assert_eq!(user["id"], json!("ops-user_1"));
     assert_eq!(user["email"], json!("ops@example.com"));
-    assert_eq!(user["organizations"], json!([first, second]));
+    assert_eq!(user["name"], json!("Ops Team"));
+    assert_eq!(
+        user["roles"],
+        json!({first.clone(): "admin", second.clone(): "member"})
+    );
     assert_no_null(&user);
 
     // Without --id: a new UUIDv7.
@@ -113,7 +119,8 @@ async fn user_create_prints_the_user_with_its_organizations() {
         &first,
     ]);
     assert_uuid_v7(&generated["id"]);
-    assert_eq!(generated["organizations"], json!([first]));
+    assert_eq!(generated["roles"], json!({first.clone(): "admin"}));
+    assert_eq!(generated["name"], json!("dev"), "the email's part before @");
 
     // The user sees the projects of both organizations.
     sandbox.import(&[project("in-first", 1, 0), project("in-second", 0xabc, 1)]);
@@ -177,7 +184,37 @@ fn user_create_refuses_unknown_organizations_bad_emails_and_bad_ids() {
             "--org",
             "not-a-uuid",
         ])
-        .error(&["organizations"]);
+        .error(&["--org not-a-uuid", "UUID"]);
+    for bad in [
+        format!("{known}:owner"),
+        format!("{known}:"),
+        format!("{known}:Admin"),
+    ] {
+        sandbox
+            .run(&[
+                "admin",
+                "user",
+                "create",
+                "--email",
+                "a@example.com",
+                "--org",
+                &bad,
+            ])
+            .error(&["admin, editor or member"]);
+    }
+    sandbox
+        .run(&[
+            "admin",
+            "user",
+            "create",
+            "--email",
+            "a@example.com",
+            "--org",
+            &known,
+            "--org",
+            &format!("{known}:member"),
+        ])
+        .error(&["given twice"]);
 
     // Nothing of the refused users was written: the ids are still free.
     sandbox.json(&[
@@ -234,4 +271,82 @@ async fn project_delete_removes_it_from_the_listings() {
         .run(&["admin", "project", "delete", "no-such-project", "--json"])
         .error(&["no-such-project"]);
     assert_eq!(listed_ids(&server.projects(&secret).await), ["p1", "p3"]);
+}
+
+#[tokio::test]
+async fn admin_audit_lists_the_writes_newest_first() {
+    let sandbox = Sandbox::new();
+    let secret = sandbox.directory(1, "u1");
+    let server = sandbox.serve(&[]);
+    let client = client_builder().build().unwrap();
+    let created: Value = client
+        .post(server.url("/v1/projects"))
+        .bearer_auth(&secret)
+        .header("content-type", "application/json")
+        .header("x-request-id", "audit-req-1")
+        .body(json!({"organization_id": org_id(1), "slug": "audited"}).to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_str().expect("created").to_owned();
+    let changed = client
+        .post(server.url(&format!("/v1/projects/{id}")))
+        .bearer_auth(&secret)
+        .header("content-type", "application/json")
+        .body(json!({"cache": true}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200);
+
+    let records = sandbox.json(&["admin", "audit"]);
+    let records = records.as_array().expect("an array");
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[0]["operation"], "updateProject");
+    assert_eq!(records[1]["operation"], "createProject");
+    assert_eq!(records[1]["request_id"], "audit-req-1");
+    for record in records {
+        let mut members: Vec<&str> = record
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        members.sort();
+        assert_eq!(
+            members,
+            [
+                "at",
+                "object",
+                "object_id",
+                "operation",
+                "request_id",
+                "token_id",
+                "user_id",
+                "version_after",
+                "version_before"
+            ]
+        );
+        assert_eq!(record["object_id"], json!(id));
+        assert_eq!(record["user_id"], "u1");
+        assert!(!secret.contains(record["token_id"].as_str().unwrap()));
+    }
+    assert_eq!(
+        (&records[0]["version_before"], &records[0]["version_after"]),
+        (&json!(1), &json!(2))
+    );
+    let limited = sandbox.json(&["admin", "audit", "--limit", "1", "--since", "1h"]);
+    assert_eq!(limited.as_array().unwrap().len(), 1);
+    let nobody = sandbox.json(&["admin", "audit", "--user", "u9"]);
+    assert_eq!(nobody, json!([]));
+    let later = sandbox.json(&["admin", "audit", "--since", "2999-01-01T00:00:00Z"]);
+    assert_eq!(later, json!([]));
+    let table = sandbox.run(&["admin", "audit", "--object", &id]);
+    assert!(table.stdout.contains("createProject"), "{}", table.stdout);
+    sandbox
+        .run(&["admin", "audit", "--since", "yesterday"])
+        .error(&["--since"]);
 }

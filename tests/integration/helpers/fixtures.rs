@@ -28,6 +28,7 @@ pub fn assert_error_shape(body: &Value) -> String {
             "authentication_error",
             "forbidden_error",
             "not_found_error",
+            "conflict_error",
             "api_error"
         ]
         .contains(&kind.as_str()),

@@ -35,6 +35,8 @@ mod properties;
 pub use properties::*;
 mod faults;
 pub use faults::*;
+mod writes;
+pub use writes::*;
 
 /// Token cache lifetime in tests: long, so that an entry goes only when a
 /// test moves the service's clock past it (`app.clock.advance(CACHE_TTL)`).

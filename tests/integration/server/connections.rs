@@ -264,3 +264,56 @@ async fn thousands_of_idle_connections_neither_block_service_nor_leak() {
         "memory grew again: peaks {peaks:?} KiB from {base_rss} KiB"
     );
 }
+
+/// A request body the server refuses: a 415 reads it (within the 1 MiB
+/// limit) and the connection takes the next request; an answer given
+/// before the body is read (a 401 here) says `Connection: close`, and the
+/// connection ends, so that a client reusing connections opens a new one.
+#[tokio::test]
+async fn a_refused_body_is_read_or_the_connection_closes_with_notice() {
+    let (app, token) = seeded_app(test_options(), 1).await;
+    let post = |content_type: &str, token: &str, body: &str| {
+        format!(
+            "POST /v1/projects HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let mut stream = connect(app.address).await;
+    let mut buffer = Vec::new();
+    let large = "x".repeat(300_000);
+    stream
+        .write_all(post("text/plain", &token, &large).as_bytes())
+        .await
+        .unwrap();
+    let refused = read_response(&mut stream, &mut buffer).await;
+    assert_eq!(refused.status, 415, "{refused:?}");
+    assert_ne!(refused.header("connection"), Some("close"));
+    stream
+        .write_all(get_request("/v1/projects", Some(&token)).as_bytes())
+        .await
+        .expect("the connection takes the next request");
+    let next = read_response(&mut stream, &mut buffer).await;
+    assert_eq!(next.status, 200, "{next:?}");
+
+    stream
+        .write_all(post("application/json", "pd_not_a_token", "{\"slug\": \"a\"}").as_bytes())
+        .await
+        .unwrap();
+    let unread = read_response(&mut stream, &mut buffer).await;
+    assert_eq!(unread.status, 401, "{unread:?}");
+    assert_eq!(unread.header("connection"), Some("close"));
+    read_until_closed(&mut stream, IO_TIMEOUT)
+        .await
+        .expect("the server closes the connection after the answer");
+
+    // A body read to its end (refused by its content here): nothing to say.
+    let mut stream = connect(app.address).await;
+    stream
+        .write_all(post("application/json", &token, "{\"slug\": 1}").as_bytes())
+        .await
+        .unwrap();
+    let read = read_response(&mut stream, &mut Vec::new()).await;
+    assert_eq!(read.status, 400, "{read:?}");
+    assert_ne!(read.header("connection"), Some("close"));
+}

@@ -34,7 +34,7 @@ fn admin_org_and_user_list_show_what_export_shows() {
         "--email",
         "cli@example.com",
         "--org",
-        &org_id(2),
+        &format!("{}:member", org_id(2)),
         "--org",
         &org_id(1),
         "--id",
@@ -102,19 +102,24 @@ fn admin_org_and_user_list_show_what_export_shows() {
 
     let out = sandbox.run(&["admin", "user", "list"]);
     assert!(out.status.success() && out.stderr.is_empty(), "{out:#?}");
-    let rows = table(&out.stdout, &["ID", "EMAIL", "ORGANIZATIONS", "CREATED"]);
+    let rows = table(&out.stdout, &["ID", "EMAIL", "NAME", "ROLES", "CREATED"]);
     assert_eq!(column(&rows, 0), ["u-early", "u-late", "u-cli"]);
     for (row, user) in rows.iter().zip(users.as_array().unwrap()) {
         assert_eq!(row[1], text_of(&user["email"]));
-        let listed: Vec<String> = user["organizations"]
-            .as_array()
+        assert_eq!(row[2], text_of(&user["name"]));
+        let listed: Vec<String> = user["roles"]
+            .as_object()
             .unwrap()
             .iter()
-            .map(text_of)
+            .map(|(org, role)| format!("{org}:{}", text_of(role)))
             .collect();
-        assert_eq!(row[2], listed.join(","), "{row:?}");
-        assert_eq!(row[3], text_of(&user["created_at"]));
+        assert_eq!(row[3], listed.join(","), "{row:?}");
+        assert_eq!(row[4], text_of(&user["created_at"]));
     }
+    assert_eq!(
+        rows[2][3],
+        format!("{}:admin,{}:member", org_id(1), org_id(2))
+    );
 }
 
 #[tokio::test]

@@ -23,8 +23,10 @@ mod admin_lists;
 mod errors;
 mod output;
 mod profiles;
+mod revisions;
 mod setup;
 mod walking;
+mod writes;
 
 /// Parses an aligned table whose header row is exactly `headers`: each
 /// column starts where its header starts, cells never spill into the next
@@ -131,6 +133,17 @@ fn minute_of(value: &Value, absent: &str) -> String {
 /// the environment [`proxydeck`] gives and `env`: what the terminal showed
 /// (stdout and stderr together, `\r\n` as `\n`) and the exit status.
 fn on_terminal(cwd: &Path, args: &[&str], env: &[(&str, &str)], columns: u16) -> Out {
+    on_terminal_with_input(cwd, args, env, columns, "")
+}
+
+/// Like [`on_terminal`], typing `input` on that terminal.
+fn on_terminal_with_input(
+    cwd: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    columns: u16,
+    input: &str,
+) -> Out {
     let quote = |text: &str| format!("'{}'", text.replace('\'', r"'\''"));
     let line = std::iter::once(env!("CARGO_BIN_EXE_proxydeck"))
         .chain(args.iter().copied())
@@ -155,9 +168,25 @@ fn on_terminal(cwd: &Path, args: &[&str], env: &[(&str, &str)], columns: u16) ->
     for (key, value) in env {
         script.env(key, value);
     }
-    let mut out = finish(script, None);
+    let mut out = finish(script, (!input.is_empty()).then_some(input));
     out.stdout = out.stdout.replace("\r\n", "\n");
     out
+}
+
+/// The client with `args`, the service's URL and `token` in its
+/// environment, run to its end.
+fn client(app: &TestApp, token: &str, cwd: &Path, args: &[&str]) -> Out {
+    client_fed(app, token, cwd, args, None)
+}
+
+/// Like [`client`], with `stdin` as its input.
+fn client_fed(app: &TestApp, token: &str, cwd: &Path, args: &[&str], stdin: Option<&str>) -> Out {
+    let mut command = proxydeck(cwd);
+    command
+        .args(args)
+        .env("PROXYDECK_URL", format!("http://{}", app.address))
+        .env("PROXYDECK_TOKEN", token);
+    finish(command, stdin)
 }
 
 /// Projects of the fixture, and the big ones.
@@ -332,7 +361,7 @@ const LISTINGS: [Listing; 3] = [
     Listing {
         args: &["projects", "list"],
         path: "/v1/projects",
-        headers: &["ID", "SLUG", "TYPE", "ORGANIZATION ID", "CREATED (UTC)"],
+        headers: &["ID", "SLUG", "TYPE", "ORGANIZATION", "CREATED (UTC)"],
         key: "id",
     },
     Listing {
@@ -360,4 +389,18 @@ fn with(base: &[&'static str], extra: &[&'static str]) -> Vec<&'static str> {
     let mut args = base.to_vec();
     args.extend_from_slice(extra);
     args
+}
+
+/// `text` without its ANSI colour sequences.
+fn without_escapes(text: &str) -> String {
+    let mut plain = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            chars.by_ref().find(|&c| c == 'm');
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
 }

@@ -70,8 +70,15 @@ async fn client_output_formats_show_what_the_api_answers() {
         assert_eq!(column(&rows, 0), keys, "{what} --output table");
     }
 
-    // The table cells of each listing: dates in UTC to the minute.
+    // The table cells of each listing: dates in UTC to the minute, the
+    // organization by its name.
     let data = world.data("/v1/projects?limit=30").await;
+    let names: std::collections::HashMap<String, String> = world
+        .data("/v1/organizations?limit=100")
+        .await
+        .iter()
+        .map(|organization| (text_of(&organization["id"]), text_of(&organization["name"])))
+        .collect();
     let out = world.run(&["projects", "list", "--limit", "30", "-o", "table"]);
     let rows = table(&out.stdout, LISTINGS[0].headers);
     assert_eq!(rows.len(), data.len());
@@ -80,7 +87,7 @@ async fn client_output_formats_show_what_the_api_answers() {
             text_of(&item["id"]),
             text_of(&item["slug"]),
             text_of(&item["type"]),
-            text_of(&item["organization_id"]),
+            names[&text_of(&item["organization_id"])].clone(),
             minute_of(&item["created_at"], "-"),
         ];
         assert_eq!(row, &expected);
@@ -265,15 +272,24 @@ async fn client_prints_a_table_on_a_terminal() {
         out.stdout.lines().all(|line| line.chars().count() <= 80),
         "{out:#?}"
     );
-    // 60 columns: the organization's id goes, the rest stays whole.
-    let out = world.on_terminal(&["projects", "list", "--limit", "3"], &[], 60);
-    let (tabled, _) = out.stdout.split_once("more may follow").unwrap();
-    let rows = table(tabled.trim_end(), &["ID", "SLUG", "TYPE", "CREATED (UTC)"]);
-    assert_eq!(column(&rows, 0), ids_of(&page));
-    assert!(
-        tabled.lines().all(|line| line.chars().count() <= 60),
-        "{tabled}"
-    );
+    // Narrower: the type goes first, then the creation date; the
+    // organization's name stays longest.
+    for (columns, headers) in [
+        (60, LISTINGS[0].headers),
+        (44, &["ID", "SLUG", "ORGANIZATION", "CREATED (UTC)"][..]),
+        (30, &["ID", "SLUG", "ORGANIZATION"][..]),
+    ] {
+        let out = world.on_terminal(&["projects", "list", "--limit", "3"], &[], columns);
+        let (tabled, _) = out.stdout.split_once("more may follow").unwrap();
+        let rows = table(tabled.trim_end(), headers);
+        assert_eq!(column(&rows, 0), ids_of(&page));
+        assert!(
+            tabled
+                .lines()
+                .all(|line| line.chars().count() <= usize::from(columns)),
+            "{tabled}"
+        );
+    }
 }
 
 /// Tables fit the terminal's width, or COLUMNS when piped: the least
@@ -523,18 +539,4 @@ async fn client_colours_only_a_terminal_and_never_with_no_color() {
         "{out:#?}"
     );
     assert!(!out.stderr.contains("hunter2") && !out.stdout.contains("hunter2"));
-}
-
-/// `text` without its ANSI colour sequences.
-fn without_escapes(text: &str) -> String {
-    let mut plain = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            chars.by_ref().find(|&c| c == 'm');
-        } else {
-            plain.push(c);
-        }
-    }
-    plain
 }

@@ -150,6 +150,9 @@ async fn login_keeps_a_checked_token_that_the_client_commands_use() {
     assert_eq!(status["token_source"], json!("profile"));
     assert_eq!(status["profile"], json!("default"));
     assert_eq!(status["user_id"], json!("u1"));
+    let (_, me) = world.app.get_json("/v1/users/me", &world.secret).await;
+    assert_eq!(status["email"], me["email"]);
+    assert_eq!(status["name"], me["name"]);
     assert_eq!(status["works"], json!(true));
     assert_eq!(status["tokens"][0]["id"], reader["id"]);
     assert_eq!(status["tokens"][0]["name"], json!("reader"));
@@ -161,6 +164,11 @@ async fn login_keeps_a_checked_token_that_the_client_commands_use() {
         "\"reader\"",
         reader["id"].as_str().unwrap(),
         "u1",
+        &format!(
+            "user:       {} <{}> (id u1)",
+            text_of(&me["name"]),
+            text_of(&me["email"])
+        ),
         "works:      yes",
     ] {
         assert!(out.stdout.contains(needle), "{needle}: {out:#?}");

@@ -188,26 +188,28 @@ pub(crate) struct RichData {
 
 pub(crate) fn rich_data() -> RichData {
     let mut lines = vec![
-        json!({"object": "organization", "id": org_id(1), "name": "Acme Corp",
-               "created_at": plus_two("2026-01-01T10:00:00.000Z")}),
+        json!({"object": "organization", "id": org_id(1), "name": "Acme Corp", "slug": "acme",
+               "type": "perso", "created_at": plus_two("2026-01-01T10:00:00.000Z")}),
         // Earlier than the line above.
         json!({"object": "organization", "id": org_id(2),
                "name": "Ünïcødé \"Quotes\" \\ Back-slash 🚀 日本",
                "created_at": plus_two("2026-01-01T07:00:00.500Z")}),
         // A tie: the same instant, the smaller id listed second.
         json!({"object": "organization", "id": org_id(0x30), "name": "Tie, larger id",
-               "created_at": plus_two("2026-01-02T00:00:00.000Z")}),
+               "type": "pro", "created_at": plus_two("2026-01-02T00:00:00.000Z")}),
         json!({"object": "organization", "id": org_id(0x20), "name": "Tie, smaller id",
                "created_at": "2026-01-02T00:00:00Z"}),
         // No created_at: the time of import.
         json!({"object": "organization", "id": org_id(5), "name": "Undated"}),
         json!({"object": "user", "id": "u-multi", "email": "multi@example.com",
-               "organizations": [org_id(0x30), org_id(1), org_id(2)],
+               "name": "Multi \"Person\" 🚀",
+               "roles": {org_id(0x30): "editor", org_id(1): "admin", org_id(2): "member"},
                "created_at": plus_two("2026-01-05T00:00:00.000Z")}),
         json!({"object": "user", "id": "u-single", "email": "ünï@exämple.com",
                "organizations": [org_id(2)], "created_at": "2026-01-04T00:00:00.999Z"}),
         json!({"object": "user", "id": "u-b", "email": "b@example.com",
-               "organizations": [org_id(0x20)], "created_at": plus_two("2026-01-06T00:00:00.000Z")}),
+               "roles": {org_id(0x20).to_uppercase(): "member"},
+               "created_at": plus_two("2026-01-06T00:00:00.000Z")}),
         json!({"object": "user", "id": "u-a", "email": "a@example.com",
                "organizations": [org_id(0x20), org_id(5)], "created_at": "2026-01-06T00:00:00Z"}),
         json!({"object": "user", "id": "u-undated", "email": "undated@example.com",

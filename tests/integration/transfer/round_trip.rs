@@ -86,8 +86,30 @@ async fn export_import_export_gives_identical_bytes_with_every_optional_field() 
     ]) {
         let mut expected = given.clone();
         expected["created_at"] = json!(wire(given["created_at"].as_str().unwrap()));
+        // A slug made from the name when none was given; `pro` by default.
+        if given.get("slug").is_none() {
+            expected["slug"] = exported["slug"].clone();
+        }
+        if given.get("type").is_none() {
+            expected["type"] = json!("pro");
+        }
         assert_eq!(*exported, &expected);
     }
+    let slugs: Vec<&str> = organizations
+        .iter()
+        .map(|o| o["slug"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        slugs,
+        [
+            "n-c-d-quotes-back-slash",
+            "acme",
+            "tie-smaller-id",
+            "tie-larger-id",
+            "undated"
+        ]
+    );
+    assert_eq!(organizations[1]["type"], "perso");
     let undated = Timestamp::parse(organizations[4]["created_at"].as_str().unwrap()).unwrap();
     assert!(before_import <= undated && undated <= after_import);
     assert_eq!(organizations[4]["name"], json!("Undated"));
@@ -99,16 +121,28 @@ async fn export_import_export_gives_identical_bytes_with_every_optional_field() 
     assert_eq!(
         users[1],
         &json!({"object": "user", "id": "u-multi", "email": "multi@example.com",
-                "organizations": [org_id(1), org_id(2), org_id(0x30)],
+                "name": "Multi \"Person\" 🚀",
+                "roles": {org_id(1): "admin", org_id(2): "member", org_id(0x30): "editor"},
                 "created_at": "2026-01-05T00:00:00.000Z"})
     );
+    // `organizations` (the older form): admin in each; the name from the
+    // email.
     assert_eq!(
         users[0],
-        &json!({"object": "user", "id": "u-single", "email": "ünï@exämple.com",
-                "organizations": [org_id(2)], "created_at": "2026-01-04T00:00:00.999Z"})
+        &json!({"object": "user", "id": "u-single", "email": "ünï@exämple.com", "name": "ünï",
+                "roles": {org_id(2): "admin"}, "created_at": "2026-01-04T00:00:00.999Z"})
     );
-    // Given as [0x20, 5]: sorted.
-    assert_eq!(users[2]["organizations"], json!([org_id(5), org_id(0x20)]));
+    // Given as [0x20, 5]: roles by id.
+    assert_eq!(
+        users[2]["roles"],
+        json!({org_id(5): "admin", org_id(0x20): "admin"})
+    );
+    assert_eq!(
+        serde_json::to_string(&users[2]["roles"]).unwrap(),
+        format!(r#"{{"{}":"admin","{}":"admin"}}"#, org_id(5), org_id(0x20))
+    );
+    // Given in capitals: normalised.
+    assert_eq!(users[3]["roles"], json!({org_id(0x20): "member"}));
 
     // Projects: exactly as given, but for the times, now in UTC.
     let projects = of_kind(&lines, "project");

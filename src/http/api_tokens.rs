@@ -1,0 +1,97 @@
+//! createApiToken, getApiToken, deleteApiToken (`management.md`): any role
+//! manages its own tokens. The secret is made here, as `admin token
+//! create` makes it (`NewToken::mint`), put in this one answer and nowhere
+//! else: the store, the audit and the log see its digest and hint only.
+
+use axum::extract::{Path, State};
+use axum::response::Response;
+use serde_json::Value;
+
+use super::AppState;
+use super::body::JsonBody;
+use super::caller::Caller;
+use super::error::ApiError;
+use super::writes::{OperationHeaders, object_response};
+use crate::domain::FieldError;
+use crate::domain::api_token;
+use crate::domain::time::Timestamp;
+use crate::store::{NewToken, TokenRead};
+
+pub async fn create(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    if headers.idempotency_key.is_some() {
+        // A replay would have to keep the secret.
+        return Err(ApiError::InvalidHeader {
+            header: "Idempotency-Key",
+            rule:
+                "is not accepted by createApiToken: its answer holds a secret that is never stored"
+                    .into(),
+        });
+    }
+    let members = body.checked("ApiTokenCreateInput", |_| Vec::new())?;
+    let name = members
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut problems: Vec<FieldError> = api_token::validate_name(name).err().into_iter().collect();
+    let expires_at = match members.get("expires_at").and_then(Value::as_str) {
+        None => None,
+        Some(text) => match Timestamp::parse(text) {
+            Ok(at) if at > Timestamp::now() => Some(at),
+            Ok(_) => {
+                problems.push(FieldError::new("expires_at", "must be in the future"));
+                None
+            }
+            Err(error) => {
+                problems.push(FieldError::new("expires_at", error.to_string()));
+                None
+            }
+        },
+    };
+    if !problems.is_empty() {
+        return Err(ApiError::InvalidBody(problems));
+    }
+    let (token, secret) = NewToken::mint(caller.0.user_id.clone(), name.to_owned(), expires_at);
+    let hint = token.hint.clone();
+    let request = headers.write_request(&caller, "createApiToken", None);
+    let mut answer = app.store.create_api_token(request, token).await?;
+    // The stored answer holds the hint; this one answer shows the secret
+    // (both are base62 with a fixed prefix: nothing to escape).
+    answer.body = answer.body.replacen(
+        &format!("\"token\":\"{hint}\""),
+        &format!("\"token\":\"{secret}\""),
+        1,
+    );
+    Ok(object_response(answer))
+}
+
+pub async fn get(
+    State(app): State<AppState>,
+    caller: Caller,
+    _: OperationHeaders,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let read = TokenRead {
+        user_id: caller.0.user_id.clone(),
+        id,
+    };
+    Ok(object_response(app.store.get_api_token(read).await?))
+}
+
+pub async fn delete(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let request = headers.write_request(&caller, "deleteApiToken", None);
+    let answer = app.store.delete_api_token(request, id.clone()).await?;
+    // At once on this instance; others trust their cache for at most
+    // `--token-cache-ttl`.
+    app.auth.forget_token(&id);
+    Ok(object_response(answer))
+}

@@ -1,0 +1,94 @@
+//! The directory's operations: getMe, listOrganizations, getOrganization
+//! and getMyOrganization. The caller's memberships are read from the store
+//! on each request (not from the token's cached grant): what these answer
+//! is what the memberships are now.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
+
+use super::caller::Caller;
+use super::error::ApiError;
+use super::query::QueryParams;
+use super::{AppState, content_tagged_response, list_response};
+use crate::domain::directory::OrganizationType;
+use crate::domain::ids;
+use crate::domain::pagination::DEFAULT_LIMIT;
+use crate::store::{OrganizationsQuery, WhichOrganization};
+
+/// `GET /v1/users/me`
+pub async fn me(State(app): State<AppState>, Caller(caller): Caller) -> Result<Response, ApiError> {
+    // A token outlives its user only until the token cache forgets it.
+    let user = app
+        .store
+        .user_with_roles(&caller.user_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("no such user".into()))?;
+    content_tagged_response(&user)
+}
+
+/// `GET /v1/organizations`
+pub async fn organizations(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(
+        query.as_deref(),
+        &["type", "limit", "start_key", "order_direction"],
+    )?;
+    let page = params.page_request(DEFAULT_LIMIT)?;
+    let kind = match params.get("type") {
+        None => None,
+        Some(text) => Some(
+            OrganizationType::parse(text)
+                .ok_or_else(|| ApiError::invalid("type", "must be pro or perso"))?,
+        ),
+    };
+    let result = app
+        .store
+        .organizations_of(OrganizationsQuery {
+            user_id: caller.user_id.clone(),
+            kind,
+            page,
+        })
+        .await?;
+    Ok(list_response("/v1/organizations", result))
+}
+
+/// `GET /v1/organizations/{id}`: 404 for an organization the caller is
+/// not in, one that does not exist and an id of any other form alike.
+pub async fn organization(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let Some(id) = ids::parse_organization_id(&id) else {
+        return Err(no_organization());
+    };
+    member_organization(&app, &caller.user_id, WhichOrganization::Id(id)).await
+}
+
+/// `GET /v1/organizations/me`: the caller's oldest membership's.
+pub async fn my_organization(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+) -> Result<Response, ApiError> {
+    member_organization(&app, &caller.user_id, WhichOrganization::Oldest).await
+}
+
+async fn member_organization(
+    app: &AppState,
+    user_id: &str,
+    which: WhichOrganization,
+) -> Result<Response, ApiError> {
+    let organization = app
+        .store
+        .member_organization(user_id, which)
+        .await?
+        .ok_or_else(no_organization)?;
+    content_tagged_response(&organization)
+}
+
+fn no_organization() -> ApiError {
+    ApiError::NotFound("no such organization".into())
+}

@@ -1,0 +1,166 @@
+//! What every management operation shares besides its body (`body.rs`):
+//! the request headers it reads (`api-version`, `If-Match`,
+//! `Idempotency-Key`), the store's [`WriteRequest`] made from them and the
+//! caller, and the single-object answer with its strong `ETag`.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+
+use super::caller::Caller;
+use super::error::ApiError;
+use super::observe::current_request_id;
+use crate::store::writes::{Actor, IdempotencyKey, IfMatch, ObjectAnswer, WriteRequest};
+
+const API_VERSION: &str = "api-version";
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// The headers of a management operation: `api-version` checked (`1` or
+/// absent), `If-Match` and `Idempotency-Key` read.
+pub struct OperationHeaders {
+    pub if_match: Option<IfMatch>,
+    /// The key as sent (1 to 255 printable characters).
+    pub idempotency_key: Option<String>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for OperationHeaders {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let headers = &parts.headers;
+        match only(headers, API_VERSION)? {
+            None => {}
+            Some(version) if version.as_bytes() == b"1" => {}
+            Some(_) => return Err(header_problem(API_VERSION, "must be 1 (or absent)")),
+        }
+        let if_match = headers
+            .get_all(header::IF_MATCH)
+            .iter()
+            .next()
+            .map(|_| if_match(headers));
+        let idempotency_key = only(headers, IDEMPOTENCY_KEY)?
+            .map(|value| {
+                let key = value.as_bytes();
+                if (1..=255).contains(&key.len()) && key.iter().all(|b| (0x20..0x7f).contains(b)) {
+                    Ok(String::from_utf8_lossy(key).into_owned())
+                } else {
+                    Err(header_problem(
+                        "Idempotency-Key",
+                        "must be 1 to 255 printable ASCII characters",
+                    ))
+                }
+            })
+            .transpose()?;
+        Ok(Self {
+            if_match,
+            idempotency_key,
+        })
+    }
+}
+
+fn header_problem(header: &'static str, rule: &str) -> ApiError {
+    ApiError::InvalidHeader {
+        header,
+        rule: rule.to_owned(),
+    }
+}
+
+/// The one value of a header that may appear once.
+fn only<'a>(
+    headers: &'a HeaderMap,
+    name: &'static str,
+) -> Result<Option<&'a HeaderValue>, ApiError> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (first, None) => Ok(first),
+        _ => Err(header_problem(name, "must be sent once")),
+    }
+}
+
+/// Every `If-Match` value, joined: `*`, or the versions its strong tags
+/// name. A weak tag or another's never matches (strong comparison, RFC
+/// 9110 section 13.1.1).
+fn if_match(headers: &HeaderMap) -> IfMatch {
+    let mut versions = Vec::new();
+    for value in headers.get_all(header::IF_MATCH) {
+        for tag in value
+            .as_bytes()
+            .split(|&b| b == b',')
+            .map(<[u8]>::trim_ascii)
+        {
+            if tag == b"*" {
+                return IfMatch::Any;
+            }
+            if let Some(version) = version_of(tag) {
+                versions.push(version);
+            }
+        }
+    }
+    IfMatch::Versions(versions)
+}
+
+/// The strong entity tag of an object at `version`: `"v7"`.
+pub fn strong_tag(version: i64) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"v{version}\"")).expect("digits make a header value")
+}
+
+fn version_of(tag: &[u8]) -> Option<i64> {
+    let digits = tag.strip_prefix(b"\"v")?.strip_suffix(b"\"")?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+impl OperationHeaders {
+    /// The store's view of a write by `caller`: `digest` is the body's,
+    /// given by operations that take an idempotency key (the others
+    /// ignore the header).
+    pub fn write_request(
+        &self,
+        caller: &Caller,
+        operation: &'static str,
+        digest: Option<String>,
+    ) -> WriteRequest {
+        WriteRequest {
+            actor: Actor {
+                user_id: caller.0.user_id.clone(),
+                token_id: caller.0.token_id.clone(),
+                request_id: current_request_id().unwrap_or_default(),
+            },
+            operation,
+            if_match: self.if_match.clone(),
+            idempotency: digest.and_then(|digest| {
+                self.idempotency_key
+                    .clone()
+                    .map(|key| IdempotencyKey { key, digest })
+            }),
+        }
+    }
+}
+
+/// A single-object answer: 200, its JSON, its strong `ETag`.
+pub fn object_response(answer: ObjectAnswer) -> Response {
+    let mut response = super::json_body(StatusCode::OK, answer.body.into());
+    response
+        .headers_mut()
+        .insert(header::ETAG, strong_tag(answer.version));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_match_reads_strong_tags_only() {
+        let mut headers = HeaderMap::new();
+        headers.append(
+            header::IF_MATCH,
+            HeaderValue::from_static("\"v3\", W/\"v4\""),
+        );
+        headers.append(header::IF_MATCH, HeaderValue::from_static("\"x\",\"v12\""));
+        assert_eq!(if_match(&headers), IfMatch::Versions(vec![3, 12]));
+        headers.append(header::IF_MATCH, HeaderValue::from_static("*"));
+        assert_eq!(if_match(&headers), IfMatch::Any);
+        assert_eq!(version_of(strong_tag(41).as_bytes()), Some(41));
+    }
+}

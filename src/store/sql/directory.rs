@@ -1,0 +1,236 @@
+//! The directory's reads for the API: the caller with its roles, and the
+//! organizations it belongs to. Each reads the caller's memberships on an
+//! index made for it (migrations/sqlite/V6): a page of organizations is a
+//! range read of `limit` entries, whatever the number the caller is in.
+
+use std::collections::BTreeMap;
+
+use super::listings::{objects_page, timestamp};
+use super::{Db, Param, Row, exists, query_opt, to_json, transaction};
+use crate::domain::directory::{
+    OrganizationObject, OrganizationTag, OrganizationType, Role, UserTag, UserWithRoles,
+};
+use crate::store::{JsonPage, OrganizationsQuery, StoreError, WhichOrganization};
+
+/// The columns [`organization`] reads, in its order, of `organizations o`
+/// (a macro, for `concat!`).
+macro_rules! organization_columns {
+    () => {
+        "o.id, o.name, o.slug, o.type, o.created_at, o.updated_at"
+    };
+}
+
+/// A user's memberships from the oldest: by the membership's age, then
+/// the organization's creation, then its id.
+macro_rules! oldest_first {
+    () => {
+        "ORDER BY m.created_at, m.organization_created_at, m.organization_id"
+    };
+}
+
+/// The caller's (`?1`) memberships with their organizations.
+macro_rules! from_memberships {
+    () => {
+        "FROM memberships m JOIN organizations o ON o.id = m.organization_id WHERE m.user_id = ?1"
+    };
+}
+
+pub(super) fn role(row: &dyn Row, column: usize) -> Result<Role, StoreError> {
+    let text = row.str(column)?;
+    Role::parse(text).ok_or_else(|| StoreError::Internal(format!("stored role {text:?}")))
+}
+
+pub(super) fn organization_type(
+    row: &dyn Row,
+    column: usize,
+) -> Result<OrganizationType, StoreError> {
+    let text = row.str(column)?;
+    OrganizationType::parse(text)
+        .ok_or_else(|| StoreError::Internal(format!("stored organization type {text:?}")))
+}
+
+fn organization(row: &dyn Row) -> Result<OrganizationObject, StoreError> {
+    Ok(OrganizationObject {
+        object: OrganizationTag::Tag,
+        id: row.text(0)?,
+        name: row.text(1)?,
+        slug: row.text(2)?,
+        kind: organization_type(row, 3)?,
+        created_at: timestamp(row, 4)?,
+        updated_at: timestamp(row, 5)?,
+    })
+}
+
+pub(super) async fn user_with_roles(
+    db: &mut dyn Db,
+    user_id: &str,
+) -> Result<Option<UserWithRoles>, StoreError> {
+    transaction!(db, begin_read, {
+        let Some(mut user) = query_opt(
+            db,
+            "SELECT id, email, name, created_at, updated_at FROM users WHERE id = ?1",
+            &[Param::Text(user_id)],
+            |row| {
+                Ok(UserWithRoles {
+                    object: UserTag::Tag,
+                    id: row.text(0)?,
+                    email: row.text(1)?,
+                    name: row.text(2)?,
+                    // Every user has a membership; the first row below
+                    // says which role.
+                    role: Role::Member,
+                    roles: BTreeMap::new(),
+                    created_at: timestamp(row, 3)?,
+                    updated_at: timestamp(row, 4)?,
+                })
+            },
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let mut oldest = None;
+        db.query(
+            concat!(
+                "SELECT m.organization_id, m.role FROM memberships m WHERE m.user_id = ?1 ",
+                oldest_first!()
+            ),
+            &[Param::Text(user_id)],
+            &mut |row| {
+                let role = role(row, 1)?;
+                oldest.get_or_insert(role);
+                user.roles.insert(row.text(0)?, role);
+                Ok(true)
+            },
+        )
+        .await?;
+        user.role = oldest.unwrap_or(Role::Member);
+        Ok(Some(user))
+    })
+}
+
+pub(super) async fn member_organization(
+    db: &mut dyn Db,
+    (user_id, which): &(String, WhichOrganization),
+) -> Result<Option<OrganizationObject>, StoreError> {
+    match which {
+        WhichOrganization::Id(id) => {
+            query_opt(
+                db,
+                concat!(
+                    "SELECT ",
+                    organization_columns!(),
+                    " ",
+                    from_memberships!(),
+                    " AND m.organization_id = ?2"
+                ),
+                &[Param::Text(user_id), Param::Text(id)],
+                organization,
+            )
+            .await
+        }
+        WhichOrganization::Oldest => {
+            query_opt(
+                db,
+                concat!(
+                    "SELECT ",
+                    organization_columns!(),
+                    " ",
+                    from_memberships!(),
+                    " ",
+                    oldest_first!(),
+                    " LIMIT 1"
+                ),
+                &[Param::Text(user_id)],
+                organization,
+            )
+            .await
+        }
+    }
+}
+
+/// A page of the caller's organizations, newest first by default, like
+/// projects: a range read on the memberships' index (of the type asked
+/// for, or of every type), the start organization found by a subquery
+/// among the caller's (of that type). An empty page after a start key is
+/// told apart from one that names no item of the list in one snapshot,
+/// as the api_token listing does.
+pub(super) async fn organizations_page(
+    db: &mut dyn Db,
+    query: &OrganizationsQuery,
+) -> Result<JsonPage, StoreError> {
+    let found = page(db, query).await?;
+    if found.count > 0 || query.page.start_key.is_none() {
+        return Ok(found);
+    }
+    transaction!(db, begin_read, {
+        let Some(start) = &query.page.start_key else {
+            return Ok(JsonPage::default());
+        };
+        let of_the_list = match query.kind {
+            None => {
+                exists(
+                    db,
+                    "SELECT 1 FROM memberships WHERE user_id = ?1 AND organization_id = ?2",
+                    &[Param::Text(&query.user_id), Param::Text(start)],
+                )
+                .await?
+            }
+            Some(kind) => {
+                exists(
+                    db,
+                    "SELECT 1 FROM memberships WHERE user_id = ?1 AND organization_id = ?2
+                       AND organization_type = ?3",
+                    &[
+                        Param::Text(&query.user_id),
+                        Param::Text(start),
+                        Param::Text(kind.as_str()),
+                    ],
+                )
+                .await?
+            }
+        };
+        if !of_the_list {
+            return Err(StoreError::UnknownStartKey);
+        }
+        page(db, query).await
+    })
+}
+
+async fn page(db: &mut dyn Db, query: &OrganizationsQuery) -> Result<JsonPage, StoreError> {
+    let page = &query.page;
+    let mut params = vec![Param::Text(&query.user_id)];
+    let (select, start) = match query.kind {
+        None => (
+            concat!("SELECT ", organization_columns!(), " ", from_memberships!()),
+            "SELECT organization_created_at, organization_id FROM memberships
+             WHERE user_id = ?1 AND organization_id = ?2",
+        ),
+        Some(kind) => {
+            params.push(Param::Text(kind.as_str()));
+            (
+                concat!(
+                    "SELECT ",
+                    organization_columns!(),
+                    " ",
+                    from_memberships!(),
+                    " AND m.organization_type = ?2"
+                ),
+                "SELECT organization_created_at, organization_id FROM memberships
+                 WHERE user_id = ?1 AND organization_type = ?2 AND organization_id = ?3",
+            )
+        }
+    };
+    objects_page(
+        db,
+        (select, start),
+        &["m.organization_created_at", "m.organization_id"],
+        params,
+        page,
+        |row| {
+            let organization = organization(row)?;
+            Ok((organization.id.clone(), to_json(&organization)?))
+        },
+    )
+    .await
+}

@@ -1,0 +1,252 @@
+//! The parts every write of the management API shares, on any SQL
+//! backend, each run inside the write's own transaction: the caller's role
+//! in an organization, `If-Match` against an object's version, the replay
+//! and keeping of `Idempotency-Key` answers, and the audit record.
+
+use super::{Db, Param, query_all, query_opt};
+use crate::domain::directory::Role;
+use crate::domain::time::Timestamp;
+use crate::store::StoreError;
+use crate::store::writes::{
+    AuditQuery, AuditRecord, IDEMPOTENCY_WINDOW_MILLIS, ObjectAnswer, WriteRequest,
+};
+
+/// Expired idempotency keys removed by one write, at most: the clean-up is
+/// bounded work, spread over the writes that use keys.
+const EXPIRED_KEYS_PER_WRITE: i64 = 100;
+
+/// Takes the organization's row lock for the rest of the transaction, so
+/// that writes to one organization's objects run one after the other
+/// (PostgreSQL; SQLite's write transactions already do). Answers false
+/// when the organization does not exist.
+pub(super) async fn lock_organization(
+    db: &mut dyn Db,
+    organization_id: &str,
+) -> Result<bool, StoreError> {
+    let locked = db
+        .execute(
+            "UPDATE organizations SET id = id WHERE id = ?1",
+            &[Param::Text(organization_id)],
+        )
+        .await?;
+    Ok(locked > 0)
+}
+
+/// The caller's role in an organization, read in the write's transaction.
+pub(super) async fn role_in(
+    db: &mut dyn Db,
+    user_id: &str,
+    organization_id: &str,
+) -> Result<Option<Role>, StoreError> {
+    query_opt(
+        db,
+        "SELECT role FROM memberships WHERE user_id = ?1 AND organization_id = ?2",
+        &[Param::Text(user_id), Param::Text(organization_id)],
+        |row| {
+            Role::parse(row.str(0)?)
+                .ok_or_else(|| StoreError::Internal("a membership has an unknown role".into()))
+        },
+    )
+    .await
+}
+
+/// The caller may change the organization's projects and proxy settings:
+/// a non-member learns nothing (`not_found` names what it asked for), a
+/// member is refused.
+pub(super) async fn require_project_writer(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    organization_id: &str,
+    not_found: impl FnOnce() -> StoreError,
+) -> Result<(), StoreError> {
+    match role_in(db, &request.actor.user_id, organization_id).await? {
+        None => Err(not_found()),
+        Some(role) if role.may_write_projects() => Ok(()),
+        Some(role) => Err(StoreError::Forbidden(format!(
+            "the {} role may not change the organization's projects",
+            role.as_str()
+        ))),
+    }
+}
+
+/// `If-Match` against the object's version now.
+pub(super) fn check_if_match(request: &WriteRequest, version: i64) -> Result<(), StoreError> {
+    match &request.if_match {
+        Some(condition) if !condition.accepts(version) => Err(StoreError::PreconditionFailed),
+        _ => Ok(()),
+    }
+}
+
+/// The kept answer of the request's idempotency key, if it has one: the
+/// same body gets it again; another body is refused. Expired keys are
+/// removed here, a bounded number at a time.
+pub(super) async fn replay(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    now: Timestamp,
+) -> Result<Option<ObjectAnswer>, StoreError> {
+    let Some(idempotency) = &request.idempotency else {
+        return Ok(None);
+    };
+    let oldest = now.as_millis() - IDEMPOTENCY_WINDOW_MILLIS;
+    db.execute(
+        "DELETE FROM idempotency_keys WHERE (user_id, operation, key) IN
+           (SELECT user_id, operation, key FROM idempotency_keys
+             WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
+        &[Param::Int(oldest), Param::Int(EXPIRED_KEYS_PER_WRITE)],
+    )
+    .await?;
+    let kept = query_opt(
+        db,
+        "SELECT digest, answer, version FROM idempotency_keys
+          WHERE user_id = ?1 AND operation = ?2 AND key = ?3 AND created_at >= ?4",
+        &[
+            Param::Text(&request.actor.user_id),
+            Param::Text(request.operation),
+            Param::Text(&idempotency.key),
+            Param::Int(oldest),
+        ],
+        |row| Ok((row.text(0)?, row.text(1)?, row.opt_int(2)?)),
+    )
+    .await?;
+    match kept {
+        None => Ok(None),
+        Some((digest, body, version)) if digest == idempotency.digest => Ok(Some(ObjectAnswer {
+            body,
+            version: version.unwrap_or(0),
+        })),
+        Some(_) => Err(StoreError::IdempotencyKeyReused),
+    }
+}
+
+/// Keeps a 200 answer for the request's idempotency key, if any. A key
+/// kept meanwhile by a concurrent request with the same key makes the
+/// write [`StoreError::Retry`]: tried again, it replays that answer.
+pub(super) async fn keep_answer(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    answer: &ObjectAnswer,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let Some(idempotency) = &request.idempotency else {
+        return Ok(());
+    };
+    // An expired row the clean-up has not reached yet is replaced.
+    db.execute(
+        "DELETE FROM idempotency_keys WHERE user_id = ?1 AND operation = ?2 AND key = ?3",
+        &[
+            Param::Text(&request.actor.user_id),
+            Param::Text(request.operation),
+            Param::Text(&idempotency.key),
+        ],
+    )
+    .await?;
+    db.execute(
+        "INSERT INTO idempotency_keys
+           (user_id, operation, key, digest, status, answer, version, created_at)
+         VALUES (?1, ?2, ?3, ?4, 200, ?5, ?6, ?7)",
+        &[
+            Param::Text(&request.actor.user_id),
+            Param::Text(request.operation),
+            Param::Text(&idempotency.key),
+            Param::Text(&idempotency.digest),
+            Param::Text(&answer.body),
+            Param::Int(answer.version),
+            Param::Int(now.as_millis()),
+        ],
+    )
+    .await
+    .map_err(|e| match e {
+        StoreError::Conflict(_) => StoreError::Retry,
+        other => other,
+    })?;
+    Ok(())
+}
+
+/// What a write did to one object, for the audit.
+pub(super) struct Change<'a> {
+    pub object: &'static str,
+    pub object_id: &'a str,
+    pub version_before: Option<i64>,
+    pub version_after: Option<i64>,
+}
+
+/// Records an accepted write, in its transaction.
+pub(super) async fn record(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    at: Timestamp,
+    change: Change<'_>,
+) -> Result<(), StoreError> {
+    db.execute(
+        "INSERT INTO audit_log (at, user_id, token_id, request_id, operation, object, object_id,
+                                version_before, version_after)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        &[
+            Param::Int(at.as_millis()),
+            Param::Text(&request.actor.user_id),
+            Param::Text(&request.actor.token_id),
+            Param::Text(&request.actor.request_id),
+            Param::Text(request.operation),
+            Param::Text(change.object),
+            Param::Text(change.object_id),
+            Param::OptInt(change.version_before),
+            Param::OptInt(change.version_after),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// A page of the audit log, newest first.
+pub(super) async fn audit(
+    db: &mut dyn Db,
+    query: &AuditQuery,
+) -> Result<Vec<AuditRecord>, StoreError> {
+    // Optional filters as `(?n IS NULL OR column = ?n)` would keep one
+    // statement but defeat the indexes; each filter is written only when
+    // asked, its parameters numbered in order.
+    let mut conditions = Vec::new();
+    let mut params = Vec::new();
+    let since = query.since.map(|at| at.as_millis());
+    if let Some(since) = &since {
+        params.push(Param::Int(*since));
+        conditions.push(format!("at >= ?{}", params.len()));
+    }
+    if let Some(user_id) = &query.user_id {
+        params.push(Param::Text(user_id));
+        conditions.push(format!("user_id = ?{}", params.len()));
+    }
+    if let Some(object_id) = &query.object_id {
+        params.push(Param::Text(object_id));
+        conditions.push(format!("object_id = ?{}", params.len()));
+    }
+    params.push(Param::Int(i64::from(query.limit)));
+    let filter = if conditions.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", conditions.join(" AND "))
+    };
+    let sql = format!(
+        "SELECT seq, at, user_id, token_id, request_id, operation, object, object_id,
+                version_before, version_after
+           FROM audit_log {filter} ORDER BY at DESC, seq DESC LIMIT ?{}",
+        params.len()
+    );
+    query_all(db, &sql, &params, |row| {
+        Ok(AuditRecord {
+            seq: row.int(0)?,
+            at: Timestamp::from_millis(row.int(1)?)
+                .ok_or_else(|| StoreError::Internal("an audit time is out of range".into()))?,
+            user_id: row.text(2)?,
+            token_id: row.text(3)?,
+            request_id: row.text(4)?,
+            operation: row.text(5)?,
+            object: row.text(6)?,
+            object_id: row.text(7)?,
+            version_before: row.opt_int(8)?,
+            version_after: row.opt_int(9)?,
+        })
+    })
+    .await
+}
