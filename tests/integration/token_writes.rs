@@ -113,6 +113,35 @@ async fn create_shows_the_secret_once_and_it_authenticates() {
     assert!(forever.get("expires_at").is_none(), "{forever}");
 }
 
+/// getApiToken's strong tag answers `If-None-Match` with a 304 (no body);
+/// another tag gets the token.
+#[tokio::test]
+async fn get_answers_304_to_its_own_tag() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let (_, created, _) = create(&app, &token, json!({"name": "tagged"})).await;
+    let id = created["id"].as_str().unwrap();
+    let (status, got, tag) = one(&app, Method::GET, &token, id).await;
+    assert_eq!(status, 200, "{got}");
+    let tag = tag.expect("an ETag");
+    let conditional = |tag: String| {
+        app.client
+            .get(app.url(&format!("/v1/api_tokens/{id}")))
+            .bearer_auth(&token)
+            .header("if-none-match", tag)
+            .send()
+    };
+    let unchanged = conditional(tag).await.unwrap();
+    assert_eq!(unchanged.status(), 304);
+    assert!(
+        unchanged.bytes().await.unwrap().is_empty(),
+        "a 304 has no body"
+    );
+    let other = conditional("\"v1\"".to_owned()).await.unwrap();
+    assert_eq!(other.status(), 200);
+    assert_eq!(other.json::<Value>().await.unwrap(), got);
+}
+
 #[tokio::test]
 async fn bodies_are_checked_and_idempotency_keys_refused() {
     require!(BACKEND);
@@ -259,8 +288,9 @@ async fn token_writes_are_audited_without_the_secret() {
     assert!(!all.contains(secret) && !all.contains(&secret[4..]));
 }
 
-/// The served binary's log and the audit it keeps never hold the secret a
-/// createApiToken answered.
+/// The served binary's log, the audit it keeps and the operator's
+/// listing of that audit (`admin audit`, table and JSON) never hold the
+/// secret a createApiToken answered.
 #[tokio::test]
 async fn the_secret_is_in_no_log_line() {
     require!(BACKEND);
@@ -288,6 +318,21 @@ async fn the_secret_is_in_no_log_line() {
         !log.contains(&secret) && !log.contains(&secret[4..]),
         "{log}"
     );
+    let table = sandbox.run(&["admin", "audit"]).stdout;
+    assert!(table.contains("createApiToken"), "{table}");
+    let listed = sandbox.json(&[
+        "admin",
+        "audit",
+        "--object",
+        created["id"].as_str().unwrap(),
+    ]);
+    assert_eq!(listed[0]["operation"], "createApiToken", "{listed}");
+    for shown in [table, listed.to_string()] {
+        assert!(
+            !shown.contains(&secret) && !shown.contains(&secret[4..]),
+            "{shown}"
+        );
+    }
 }
 
 #[tokio::test]
