@@ -8,6 +8,7 @@ over loopback with keep-alive, print tables.
     bench/run.py --mix                # the realistic traffic instead (about 20 minutes a
                                       # store, both cores busy; see below)
     bench/run.py --mix --quick        # its smoke version on small data, a minute or two per store
+    bench/run.py --mix --writes-only  # the mix scenario, then the HTTP write runs alone
     bench/run.py --mix --compare A B  # two builds (before/after a change) side by side, rounds alternating
 
 The fixed scenarios (the default): one page asked over and over by one
@@ -35,8 +36,8 @@ write paths (projects imported again, tokens created and revoked). After
 the read scenarios, the HTTP write runs: createProject and updateProject
 over the management API (bench/mix.lua sends those lines as POSTs), at
 full speed and paced at about 100 a second, while readers run the mix at
-half its maximum rate; they give writes per second and the readers' p99
-next to the mix's target. Each store runs twice, with the server's caches on and off (`--caches none`,
+half its maximum rate (the store's writer stopped by then); they give
+writes per second and the readers' p99 next to the mix's target. Each store runs twice, with the server's caches on and off (`--caches none`,
 when the binary has the flag). For each scenario: requests/s at full load
 in rounds alternating with the ceiling (`examples/ceiling.rs`, the same
 HTTP stack answering a fixed body of the scenario's mean response size,
@@ -918,7 +919,8 @@ def write_runs(mix, base, files, meter, args):
     with updates at full speed (each WRITE_CONNECTIONS connections, no
     pause); with creates and updates alternating at about
     HTTP_WRITES_PER_SECOND. Every answer, readers' and writers', must be
-    2xx. Answers the figures of each run."""
+    2xx. Answers the figures of each run. (mix_mode stops the store's
+    writer before: these are the API's writes alone.)"""
     delay = mix["half"]["delay_ms"]
     connections = mix["connections"]
     log(f"  writes over HTTP: readers of the mix at {mix['half']['target_rps']:,.0f} requests/s asked, "
@@ -1013,16 +1015,22 @@ def mix_mode(store, caches, flags, urls, files, data, meta_path, args, env, work
                         os.path.join(work, f"writer-{store}-{caches.split(':')[0]}.log"), seed)
         try:
             scenarios = [mix_scenario(name, paced_too, connections, base, files[name], meter, args, env, work)
-                         for name, paced_too, connections in MIX_SCENARIOS]
+                         for name, paced_too, connections in MIX_SCENARIOS
+                         if not args.writes_only or name == "mix"]
+        finally:
+            writes = writer.stop()
+        if writes["writes"] == 0 or (args.quick and writes["errors"]):
+            raise SystemExit(f"{store}, caches {caches}: the writer made {writes['writes']} writes "
+                             f"and {writes['errors']} errors")
+        # The store's writer is stopped first: on SQLite its transactions
+        # (projects imported again) hold the file's write lock much of the
+        # time, and these runs measure the API's writes, not that wait.
+        try:
             write_files = make_write_files(data, os.path.join(work, f"requests-{store}"),
                                            max(args.lines // 2, 10_000), args.pool, seed)
             http_writes = write_runs(scenarios[0], base, {**files, **write_files}, meter, args)
         finally:
-            writes = writer.stop()
             meter.close()
-        if writes["writes"] == 0 or (args.quick and writes["errors"]):
-            raise SystemExit(f"{store}, caches {caches}: the writer made {writes['writes']} writes "
-                             f"and {writes['errors']} errors")
         rss = server.peak_rss_mib()
     finally:
         server.stop()
@@ -1238,7 +1246,8 @@ def report_mix(stores, shape, args):
     print()
     print(f"Writes over the HTTP management API (bench/mix.lua sending POSTs, one wrk thread, {WRITE_CONNECTIONS} "
           f"connections) while readers run the mix paced at half its maximum rate ({args.connections} "
-          f"connections, the mix's own paced delay); {args.paced_seconds} s a run, every answer 2xx. "
+          f"connections, the mix's own paced delay), after the read scenarios, the store's writer stopped; "
+          f"{args.paced_seconds} s a run, every answer 2xx. "
           f"Readers' p99 against the mix's target: at most 2x the ceiling's p99 at the same rate (measured in "
           f"the mix scenario).")
     print()
@@ -1263,14 +1272,14 @@ def report_mix(stores, shape, args):
         for run_ in store["runs"]:
             w = run_["writer"]
             by = {s["scenario"]: s["full"] for s in run_["scenarios"]}
-            agency, one = by["agency random pages"], by["one-organization random pages"]
+            agency, one = by.get("agency random pages"), by.get("one-organization random pages")
             others = run_["other_postgres_clients_seen"]
             print(f"- caches {run_['caches']}: server peak RSS {run_['rss_mib']:.0f} MiB; writer: {w['writes']:,} "
                   f"writes in {w['seconds']:.0f} s ({w['writes'] / max(w['seconds'], 1e-9):.0f}/s: "
                   f"{w['projects_imported']:,} projects imported again, {w['tokens_created']:,} tokens created, "
-                  f"{w['tokens_revoked']:,} revoked), {w['errors']} errors; agency random pages at "
-                  f"{pct(share(agency) / share(one))} of one-organization random pages (shares of the "
-                  f"ceiling compared)"
+                  f"{w['tokens_revoked']:,} revoked), {w['errors']} errors"
+                  + (f"; agency random pages at {pct(share(agency) / share(one))} of one-organization random "
+                     f"pages (shares of the ceiling compared)" if agency and one else "")
                   + (f"; other clients seen active on the PostgreSQL cluster: {others} times" if others else "")
                   + ".")
 
@@ -1351,6 +1360,9 @@ def main():
     parser.add_argument("--mix", action="store_true", help="the realistic traffic instead of the fixed scenarios")
     parser.add_argument("--skip-sqlite", action="store_true",
                         help="with --mix --postgres: PostgreSQL's runs alone (each store's run is about 20 minutes)")
+    parser.add_argument("--writes-only", action="store_true",
+                        help="with --mix: of the read scenarios only \"mix\" (the readers' rate and the ceiling "
+                             "the HTTP write runs need), then the write runs")
     parser.add_argument("--json-out", metavar="FILE", help="with --mix: also write every figure to FILE as JSON")
     parser.add_argument("--keep", metavar="DIR",
                         help="with --mix: work in DIR and leave what is made there (data, SQLite store, tokens, "
@@ -1367,6 +1379,8 @@ def main():
         parser.error("--skip-sqlite goes with --mix --postgres URL")
     if args.compare and not args.mix:
         parser.error("--compare goes with --mix")
+    if args.writes_only and (not args.mix or args.compare):
+        parser.error("--writes-only goes with --mix (and not --compare)")
     if args.mix:
         run_mix(args)
         return
