@@ -142,3 +142,49 @@ async fn a_page_comes_from_memory_until_anything_commits() {
     assert_eq!(read().await, after);
     assert_eq!(page_bodies("database") - file, 3.0);
 }
+
+/// A create refused by an outage (503) does not use its Idempotency-Key
+/// up: the client's retries with the same key, once the store is back,
+/// create the project once, and a retry after that gets the first answer
+/// again.
+#[tokio::test]
+async fn a_create_retried_after_a_503_with_its_key_creates_once() {
+    let app = TestApp::spawn_impatient().await;
+    app.seed(vec![org(1), user("u1", &[1])]).await;
+    let token = app.token("u1").await;
+    let body = serde_json::json!({"organization_id": org_id(1), "slug": "retried"});
+    let key = [("idempotency-key", "create-retried-1")];
+    let create = || {
+        send(
+            &app,
+            reqwest::Method::POST,
+            "/v1/projects",
+            &token,
+            &key,
+            Some(&body),
+        )
+    };
+
+    // Used once, the token is known to the token cache (when it is on):
+    // the outage then meets the write itself, past authentication.
+    assert_eq!(app.get("/v1/projects", &token).await.status(), 200);
+    let moved = app.take_store_away();
+    let (status, refused, _) = create().await;
+    assert_eq!(status, 503, "{refused}");
+    app.bring_store_back(moved);
+    // Retried as a client does on 503 (the pool may need one retry to
+    // open its connections again).
+    let mut answer = create().await;
+    for _ in 0..20 {
+        if answer.0 != 503 {
+            break;
+        }
+        answer = create().await;
+    }
+    let (status, created, tag) = answer;
+    assert_eq!(status, 200, "{created}");
+    let (status, replayed, replayed_tag) = create().await;
+    assert_eq!((status, &replayed, &replayed_tag), (200, &created, &tag));
+    let (_, listing) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(ids(&listing), [created["id"].as_str().unwrap()]);
+}
