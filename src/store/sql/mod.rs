@@ -275,6 +275,8 @@ macro_rules! transaction {
     }};
 }
 pub(crate) use transaction;
+#[cfg(test)]
+pub(crate) use writes::LOCK_ORGANIZATION;
 
 /// Ends the transaction a piece of work ran in: commits its success, rolls
 /// back its failure.

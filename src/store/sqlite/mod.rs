@@ -563,6 +563,38 @@ impl r2d2::HandleError<ConnectError> for LogConnectErrors {
 mod tests {
     use super::*;
 
+    /// The opcodes of `sql`'s plan on a store of the current schema, with
+    /// foreign keys on as the service runs them.
+    fn opcodes(sql: &str) -> Vec<String> {
+        let folder = tempfile::tempdir().unwrap();
+        let mut connection = Connection::open(folder.path().join("store.db")).unwrap();
+        embedded::migrations::runner().run(&mut connection).unwrap();
+        connection
+            .pragma_update(None, "foreign_keys", "ON")
+            .unwrap();
+        let mut plan = connection.prepare(&format!("EXPLAIN {sql}")).unwrap();
+        // Each statement here takes one parameter (an organization id).
+        plan.query_map(["org-a"], |row| row.get::<_, String>(1))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    /// A write's organization lock checks no foreign key: SQLite would
+    /// visit every project (and membership) of the organization.
+    #[test]
+    fn the_organization_lock_checks_no_foreign_key() {
+        let foreign_key_checks = |sql| {
+            opcodes(sql)
+                .into_iter()
+                .filter(|op| op.starts_with("Fk"))
+                .count()
+        };
+        assert_eq!(foreign_key_checks(crate::store::sql::LOCK_ORGANIZATION), 0);
+        // What the lock must not be: its key set to itself is checked.
+        assert!(foreign_key_checks("UPDATE organizations SET id = id WHERE id = ?1") > 0);
+    }
+
     /// Projects of two organizations, written interleaved on a store of
     /// the schema before V4: `(id, organization number)` by rowid.
     fn stored(path: &Path) -> Vec<(String, i64)> {
