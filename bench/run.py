@@ -554,7 +554,7 @@ def make_write_files(data, folder, lines, pool_size, seed):
 
     def create(k):
         user, secret = rng.choice(pool)
-        organization = rng.choice([n for n in data.organizations_of[user]])
+        organization = rng.choice(data.organizations_of[user])
         body = {"organization_id": org_id(organization), "slug": f"bench-{seed}-{k}",
                 "description": f"made by the write benchmark ({k})"}
         return secret, "/v1/projects", "POST", body

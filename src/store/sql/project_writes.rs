@@ -76,9 +76,9 @@ pub(super) async fn create(
     let now = Timestamp::now();
     transaction!(db, begin_write, {
         let organization = &project.organization_id;
-        if !writes::lock_organization(db, organization).await? {
-            return Err(no_organization());
-        }
+        let number = writes::lock_organization(db, organization)
+            .await?
+            .ok_or_else(no_organization)?;
         // After the lock: a request with the same key that held it has
         // committed its answer by now.
         if let Some(answer) = writes::replay(db, request, now).await? {
@@ -90,14 +90,6 @@ pub(super) async fn create(
         project.created_at = Some(now);
         project.updated_at = Some(now);
         let body = to_json(&project)?;
-        let number = query_opt(
-            db,
-            "SELECT number FROM organizations WHERE id = ?1",
-            &[Param::Text(organization)],
-            |row| row.int(0),
-        )
-        .await?
-        .ok_or_else(no_organization)?;
         let upsert = db.project_upsert_sql();
         db.execute(
             upsert,

@@ -16,12 +16,14 @@ use crate::store::writes::{
 const EXPIRED_KEYS_PER_WRITE: i64 = 100;
 
 /// [`lock_organization`]'s statement.
-pub(crate) const LOCK_ORGANIZATION: &str = "UPDATE organizations SET name = name WHERE id = ?1";
+pub(crate) const LOCK_ORGANIZATION: &str =
+    "UPDATE organizations SET name = name WHERE id = ?1 RETURNING number";
 
 /// Takes the organization's row lock for the rest of the transaction, so
 /// that writes to one organization's objects run one after the other
-/// (PostgreSQL; SQLite's write transactions already do). Answers false
-/// when the organization does not exist.
+/// (PostgreSQL; SQLite's write transactions already do). Answers the
+/// organization's number (where its projects are stored), `None` when it
+/// does not exist.
 ///
 /// The column set is `name`, never the key: SQLite checks the foreign keys
 /// of every row that references a key named in an UPDATE, even one set to
@@ -31,11 +33,14 @@ pub(crate) const LOCK_ORGANIZATION: &str = "UPDATE organizations SET name = name
 pub(super) async fn lock_organization(
     db: &mut dyn Db,
     organization_id: &str,
-) -> Result<bool, StoreError> {
-    let locked = db
-        .execute(LOCK_ORGANIZATION, &[Param::Text(organization_id)])
-        .await?;
-    Ok(locked > 0)
+) -> Result<Option<i64>, StoreError> {
+    query_opt(
+        db,
+        LOCK_ORGANIZATION,
+        &[Param::Text(organization_id)],
+        |row| row.int(0),
+    )
+    .await
 }
 
 /// The caller's role in an organization, read in the write's transaction.
