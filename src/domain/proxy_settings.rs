@@ -77,8 +77,23 @@ pub struct Route {
 
 /// A route's rank: an integer that the interface writes as a string. Input
 /// may give it as a string or a number; it is always written as a string.
+/// At most [`MAX_RANK_DIGITS`] digits (leading zeros aside), either way:
+/// the bound the served document states (a pattern for the string, a
+/// minimum and maximum for the number), well inside an i64.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RouteRank(pub i64);
+
+/// The most significant digits of a route's rank.
+pub const MAX_RANK_DIGITS: usize = 18;
+/// The largest rank, and minus the smallest: 18 nines.
+pub const MAX_RANK: i64 = 999_999_999_999_999_999;
+
+fn bounded_rank<E: de::Error>(rank: i64) -> Result<RouteRank, E> {
+    if rank.unsigned_abs() > MAX_RANK as u64 {
+        return Err(E::custom("rank has more than 18 digits"));
+    }
+    Ok(RouteRank(rank))
+}
 
 impl Serialize for RouteRank {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -95,21 +110,24 @@ impl<'de> Deserialize<'de> for RouteRank {
                 f.write_str("an integer, or a string holding an integer")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<RouteRank, E> {
-                Ok(RouteRank(v))
+                bounded_rank(v)
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<RouteRank, E> {
                 i64::try_from(v)
-                    .map(RouteRank)
-                    .map_err(|_| E::custom("rank is too large"))
+                    .map_err(|_| E::custom("rank has more than 18 digits"))
+                    .and_then(bounded_rank)
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RouteRank, E> {
                 let digits = v.strip_prefix('-').unwrap_or(v);
                 if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(E::invalid_value(de::Unexpected::Str(v), &self));
                 }
+                if digits.trim_start_matches('0').len() > MAX_RANK_DIGITS {
+                    return Err(E::custom("rank has more than 18 digits"));
+                }
                 v.parse()
                     .map(RouteRank)
-                    .map_err(|_| E::custom("rank is too large"))
+                    .map_err(|_| E::custom("rank has more than 18 digits"))
             }
         }
         deserializer.deserialize_any(RankVisitor)
@@ -191,6 +209,25 @@ mod tests {
 
     fn backend(name: &str) -> serde_json::Value {
         json!({"name": name, "address": "origin.example.com:443"})
+    }
+
+    #[test]
+    fn ranks_hold_at_most_18_digits_as_the_document_says() {
+        let rank = |value: serde_json::Value| {
+            parse(json!({"revision": 1, "backends": [backend("a")],
+                "routes": [{"path": "/", "backend_name": "a", "rank": value}]}))
+            .map(|settings| settings.routes[0].rank)
+        };
+        assert_eq!(rank(json!("-00392587")).unwrap(), RouteRank(-392587));
+        assert_eq!(
+            rank(json!("0999999999999999999")).unwrap(),
+            RouteRank(MAX_RANK)
+        );
+        assert_eq!(rank(json!(-MAX_RANK)).unwrap(), RouteRank(-MAX_RANK));
+        assert!(rank(json!("1000000000000000000")).is_err());
+        assert!(rank(json!("061024245829798965319013")).is_err());
+        assert!(rank(json!(MAX_RANK + 1)).is_err());
+        assert!(rank(json!(u64::MAX)).is_err());
     }
 
     #[test]
