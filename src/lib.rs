@@ -5,12 +5,14 @@
 //! [`app::Service`], which puts the [`http`] router on a socket; handlers
 //! authenticate callers with [`auth`] and read through the [`store::Store`]
 //! interface, and count requests against per-token [`rate_limit`]s;
-//! [`domain`] holds the resources and rules that all of them share.
+//! [`domain`] holds the resources and rules that all of them share. The
+//! web [`console`] is served by the router and is a client of the API.
 
 pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod clock;
+pub mod console;
 pub mod domain;
 pub mod http;
 pub mod metrics;

@@ -59,6 +59,7 @@ pub async fn run(
             "proxydeck demo: {} organizations, {} users, {} projects, {} proxy settings revisions\n\
              serving on {url}\n\n\
              token: {secret}\n\n\
+             the web console (sign in with the token): {url}/console\n\n\
              for the terminal client (then: proxydeck projects list):\n  \
              export PROXYDECK_URL='{url}' PROXYDECK_TOKEN='{secret}'\n\n\
              try:\n  \

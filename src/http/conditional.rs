@@ -37,7 +37,7 @@ pub(super) fn entity_tag(chunks: &[&[u8]]) -> HeaderValue {
 /// listing's: an object's version is its exact JSON (a few hundred bytes,
 /// sent uncompressed; when compressed, `Vary` and the encoding tell the
 /// copies apart to caches).
-pub(super) fn content_tag(body: &[u8]) -> HeaderValue {
+pub(crate) fn content_tag(body: &[u8]) -> HeaderValue {
     let tag = format!("\"{:016x}\"", XxHash3_64::oneshot(body));
     HeaderValue::from_maybe_shared(Bytes::from(tag)).expect("hex digits are a valid header value")
 }

@@ -38,9 +38,11 @@ use tower_http::compression::predicate::SizeAbove;
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 use crate::auth::Authenticator;
+use crate::console;
 use crate::domain::pagination::{Direction, PageRequest};
 use crate::store::{JsonPage, Store};
 pub use caller::Metering;
+pub(crate) use conditional::content_tag;
 use error::ApiError;
 use http_body::{Frame, SizeHint};
 pub use operations::MetricsRoute;
@@ -143,6 +145,9 @@ pub fn router(state: AppState, limits: RequestLimits, metrics: MetricsRoute) -> 
         )
         .merge(operations::routes(metrics))
         .route("/openapi.json", get_only(get(openapi::document)))
+        .route(console::PATH, get_only(get(console::page)))
+        .route("/console/", get_only(get(console::page)))
+        .route("/console/{name}", get_only(get(console::asset)))
         .fallback(not_found)
         .with_state(state);
     with_middleware(routes, limits)
@@ -193,7 +198,7 @@ fn get_only(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
 
 async fn not_found() -> ApiError {
     ApiError::NotFound(
-        "no such route; see /v1/projects, /v1/projects/{id}, /v1/api_tokens, /v1/projects/{id}/proxy-settings, /v1/users/me and /v1/organizations"
+        "no such route; see /v1/projects, /v1/projects/{id}, /v1/api_tokens, /v1/projects/{id}/proxy-settings, /v1/users/me and /v1/organizations; the console is at /console"
             .into(),
     )
 }

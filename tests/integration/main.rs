@@ -56,6 +56,7 @@ mod postgres {
 // one backend does.
 mod cli;
 mod config;
+mod console;
 mod openapi;
 mod openapi_contract;
 mod operations;

@@ -1,0 +1,983 @@
+// The proxydeck console: a client of the public API (/v1/...) and nothing
+// else. Every read and every change is a request with the signed-in
+// person's token, so roles, conflicts and limits are the API's own.
+//
+// Safety rules this file keeps (a unit test checks the first ones):
+// - text from the API only ever becomes DOM text (textContent, append of
+//   a string), never markup: nothing here parses a string as HTML;
+// - the token lives in this tab's session storage and in memory, never in
+//   a URL, a cookie or a log line; routes hold ids and page keys only.
+
+const TOKEN_KEY = "proxydeck.token";
+const PAGE_SIZE = 20;
+// A slug search walks the caller's projects a page of 100 at a time;
+// beyond this many pages it stops and asks to narrow by organization.
+const FIND_PAGES = 50;
+// Organizations read for names and the filter: up to 10 pages of 100.
+const ORGANIZATION_PAGES = 10;
+
+const state = {
+  token: null,
+  me: null,
+  organizations: null, // Map id -> organization, once loaded
+  organizationsComplete: true,
+  view: null, // the AbortController of the view on screen
+};
+
+// ----- The DOM, built from parts (never from markup strings) -----
+
+/** An element: `attrs` are attributes ("class", "text" and on* handlers
+ * are special), `children` are nodes or strings (strings become text). */
+function h(tag, attrs = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === false || value === null || value === undefined) continue;
+    if (name === "class") element.className = value;
+    else if (name === "text") element.textContent = value;
+    else if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
+    else element.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    element.append(child instanceof Node ? child : String(child));
+  }
+  return element;
+}
+
+const $ = (id) => document.getElementById(id);
+const main = () => $("main");
+
+/** Puts `nodes` on screen as the view, focusing its heading so keyboard
+ * and screen-reader users start there. */
+function show(...nodes) {
+  const area = main();
+  area.replaceChildren(...nodes.flat());
+  area.removeAttribute("aria-busy");
+  const heading = area.querySelector("h1");
+  if (heading) {
+    heading.setAttribute("tabindex", "-1");
+    heading.focus({ preventScroll: true });
+  }
+}
+
+function loading(what) {
+  main().setAttribute("aria-busy", "true");
+  main().replaceChildren(h("p", { class: "loading", role: "status", text: `Loading ${what}…` }));
+}
+
+/** A short message under the header (for example "Revision 3 is now active."). */
+function notify(text) {
+  const notice = $("notice");
+  notice.textContent = text;
+  notice.hidden = !text;
+}
+
+function when(timestamp) {
+  if (!timestamp) return h("span", { class: "muted", text: "never" });
+  const text = `${timestamp.slice(0, 10)} ${timestamp.slice(11, 16)} UTC`;
+  return h("time", { datetime: timestamp, title: timestamp, text });
+}
+
+const yesNo = (flag) => (flag ? "Yes" : "No");
+
+// ----- The API -----
+
+class ApiError extends Error {
+  constructor(status, body, requestId, retryAfter) {
+    super(body?.error?.message || `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+    this.requestId = requestId;
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** One call of the public API with the session's token. Answers the JSON
+ * body and the ETag; throws ApiError on a refusal or a network failure. */
+async function api(method, path, { body, signal, headers = {} } = {}) {
+  const init = {
+    method,
+    signal,
+    cache: "no-store",
+    credentials: "omit",
+    headers: { Accept: "application/json", Authorization: `Bearer ${state.token}`, ...headers },
+  };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw new ApiError(0, null, null, null);
+  }
+  const text = await response.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (!response.ok) {
+    throw new ApiError(
+      response.status,
+      json,
+      response.headers.get("x-request-id"),
+      response.headers.get("retry-after"),
+    );
+  }
+  return { body: json, etag: response.headers.get("etag") };
+}
+
+const query = (params) => {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== null && value !== undefined && value !== "") search.set(name, value);
+  }
+  return search.toString();
+};
+
+/** The caller's role in an organization, from getMe. */
+const roleIn = (organizationId) => state.me?.roles?.[organizationId] || "none";
+
+/** What went wrong, in words a person reads; `action` says what was tried
+ * ("activate a revision"), `organizationId` where. */
+function explain(error, action, organizationId) {
+  const said = error.body?.error?.message;
+  switch (error.status) {
+    case 0:
+      return "The service did not answer. Check that it runs and that you are connected, then try again.";
+    case 400: {
+      const params = error.body?.error?.params || [];
+      const details = params.map((p) => `${p.param}: ${p.message}`).join("; ");
+      return `The service refused the request as invalid: ${details || said}`;
+    }
+    case 401:
+      return "Your token is no longer accepted (revoked or expired). Sign in again.";
+    case 403: {
+      const organization = state.organizations?.get(organizationId)?.name || "this organization";
+      return `You may not ${action}: your role in ${organization} is ${roleIn(organizationId)}. Only editors and admins may.`;
+    }
+    case 404:
+      return "Not found: it does not exist, or it is not visible to you.";
+    case 409:
+      return `Conflict: ${said}`;
+    case 412:
+      return "Someone changed this since you loaded it, so nothing was changed. Reload to see the change, then try again.";
+    case 429:
+      return `Too many requests for now. Try again in ${error.retryAfter || "a few"} seconds.`;
+    default:
+      return `The service had a problem and changed nothing${error.requestId ? ` (request id ${error.requestId})` : ""}. Try again shortly.`;
+  }
+}
+
+/** A 401 in the middle of a session: the token was revoked or expired. */
+function endSessionOn(error) {
+  if (error.status === 401) {
+    forgetToken();
+    showSignIn(explain(error));
+    return true;
+  }
+  return false;
+}
+
+function errorBox(text) {
+  return h("div", { class: "error", role: "alert" }, h("strong", { text: "Not done. " }), text);
+}
+
+/** A view that could not load: what went wrong and a way to try again. */
+function failed(title, error) {
+  if (endSessionOn(error)) return;
+  show(
+    h("h1", { text: title }),
+    errorBox(explain(error, "see this")),
+    h("p", {}, h("button", { type: "button", onclick: route, text: "Try again" })),
+  );
+}
+
+// ----- Confirmation -----
+
+/** Asks before a change; answers whether the person confirmed. */
+function confirmAction(title, text, confirmLabel) {
+  const dialog = $("confirm");
+  $("confirm-title").textContent = title;
+  $("confirm-text").textContent = text;
+  $("confirm-ok").textContent = confirmLabel;
+  dialog.returnValue = "";
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.showModal();
+    $("confirm-cancel").focus();
+  });
+}
+
+// ----- Signing in and out -----
+
+function forgetToken() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  state.token = null;
+  state.me = null;
+  state.organizations = null;
+  $("nav").hidden = true;
+  $("who").hidden = true;
+  $("who-name").textContent = "";
+}
+
+function showSignIn(message) {
+  state.view?.abort();
+  const input = h("input", {
+    id: "token",
+    name: "token",
+    type: "password",
+    autocomplete: "off",
+    spellcheck: "false",
+    required: true,
+    "aria-describedby": "token-help",
+  });
+  const problem = h("div", { id: "sign-in-problem" });
+  if (message) problem.append(errorBox(message));
+  const form = h(
+    "form",
+    { class: "card sign-in", method: "post", onsubmit: (event) => signIn(event, input, problem) },
+    h("label", { for: "token", text: "API token" }),
+    input,
+    h(
+      "p",
+      { id: "token-help", class: "muted" },
+      "A token made with `proxydeck admin token create` or in this console. It stays in this tab only and is forgotten when you sign out or close the tab.",
+    ),
+    h("button", { type: "submit", class: "primary", text: "Sign in" }),
+  );
+  show(h("h1", { text: "Sign in" }), problem, form);
+  input.focus();
+}
+
+async function signIn(event, input, problem) {
+  event.preventDefault();
+  const token = input.value.trim();
+  input.value = "";
+  problem.replaceChildren(h("p", { class: "loading", role: "status", text: "Checking the token…" }));
+  state.token = token;
+  try {
+    const { body } = await api("GET", "/v1/users/me");
+    sessionStorage.setItem(TOKEN_KEY, token);
+    await signedIn(body);
+    notify("");
+    if (!location.hash || location.hash === "#/" || location.hash === "#") {
+      history.replaceState(null, "", "#/projects");
+    }
+    route();
+  } catch (error) {
+    state.token = null;
+    problem.replaceChildren(
+      errorBox(error.status === 401 ? "That token was not accepted. Check that it was copied whole and is not revoked or expired." : explain(error)),
+    );
+    input.focus();
+  }
+}
+
+async function signedIn(me) {
+  state.me = me;
+  $("who-name").textContent = `${me.name} (${me.email})`;
+  $("nav").hidden = false;
+  $("who").hidden = false;
+}
+
+function signOut() {
+  forgetToken();
+  history.replaceState(null, "", "#/");
+  notify("Signed out: this tab has forgotten the token.");
+  showSignIn();
+}
+
+// ----- Organizations (names and the filter) -----
+
+async function loadOrganizations(signal) {
+  if (state.organizations) return state.organizations;
+  const organizations = new Map();
+  let start = null;
+  let complete = false;
+  for (let page = 0; page < ORGANIZATION_PAGES; page++) {
+    const { body } = await api("GET", `/v1/organizations?${query({ limit: 100, order_direction: "ASC", start_key: start })}`, { signal });
+    for (const organization of body.data) organizations.set(organization.id, organization);
+    if (!body.has_more) {
+      complete = true;
+      break;
+    }
+    start = body.last_key;
+  }
+  state.organizations = organizations;
+  state.organizationsComplete = complete;
+  return organizations;
+}
+
+const organizationName = (id) => state.organizations?.get(id)?.name || id;
+
+// ----- Navigation -----
+
+/** Goes to `hash`, keeping `trail` (the keys of the pages before) with the
+ * history entry, so Back and Forward keep the page count right. */
+function go(hash, trail = []) {
+  history.pushState({ trail }, "", hash);
+  route();
+}
+
+const trail = () => history.state?.trail || [];
+
+function hashParams() {
+  const [path, search = ""] = location.hash.slice(1).split("?");
+  return { path, params: new URLSearchParams(search) };
+}
+
+const ROUTES = [
+  [/^\/projects\/([^/]+)\/diff\/(\d+)\/(\d+)$/, viewDiff],
+  [/^\/projects\/([^/]+)$/, viewProject],
+  [/^\/projects$/, viewProjects],
+  [/^\/tokens$/, viewTokens],
+];
+
+function route() {
+  if (!state.token) {
+    showSignIn();
+    return;
+  }
+  state.view?.abort();
+  const controller = new AbortController();
+  state.view = controller;
+  const { path, params } = hashParams();
+  for (const link of document.querySelectorAll("[data-nav]")) {
+    const current = path.startsWith(`/${link.dataset.nav}`);
+    if (current) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  for (const [pattern, view] of ROUTES) {
+    const match = pattern.exec(path);
+    if (match) {
+      const parts = match.slice(1).map(decodeURIComponent);
+      view(parts, params, controller.signal).catch((error) => {
+        if (error.name !== "AbortError") failed("Something went wrong", error);
+      });
+      return;
+    }
+  }
+  history.replaceState(null, "", "#/projects");
+  route();
+}
+
+/** Previous and Next through an API listing by its own cursors: Next
+ * follows the page's last key, Previous goes back along the trail. */
+function pager(label, start, nextKey, hashFor) {
+  const before = trail();
+  const previous = h("button", {
+    type: "button",
+    disabled: !start,
+    text: "← Previous",
+    onclick: () => {
+      const back = before.slice(0, -1);
+      go(hashFor(before.at(-1) || ""), back);
+    },
+  });
+  const next = h("button", {
+    type: "button",
+    disabled: !nextKey,
+    text: "Next →",
+    onclick: () => go(hashFor(nextKey), [...before, start]),
+  });
+  return h("nav", { class: "pager", "aria-label": label }, previous, h("span", { text: `Page ${before.length + 1}` }), next);
+}
+
+// ----- Projects -----
+
+async function viewProjects(_, params, signal) {
+  const organization = params.get("organization_id") || "";
+  const order = params.get("order_direction") === "ASC" ? "ASC" : "DESC";
+  const start = params.get("start_key") || "";
+  loading("projects");
+  await loadOrganizations(signal);
+  const { body } = await api(
+    "GET",
+    `/v1/projects?${query({ limit: PAGE_SIZE, order_direction: order, organization_id: organization, start_key: start })}`,
+    { signal },
+  );
+  const hashFor = (key) => `#/projects?${query({ organization_id: organization, order_direction: order === "ASC" ? "ASC" : "", start_key: key })}`;
+
+  const organizationSelect = h(
+    "select",
+    { id: "filter-organization", name: "organization_id" },
+    h("option", { value: "", text: "All my organizations" }),
+    [...state.organizations.values()].map((o) =>
+      h("option", { value: o.id, selected: o.id === organization, text: `${o.name} (${roleIn(o.id)})` }),
+    ),
+  );
+  const orderSelect = h(
+    "select",
+    { id: "filter-order", name: "order_direction" },
+    h("option", { value: "DESC", selected: order === "DESC", text: "Newest first" }),
+    h("option", { value: "ASC", selected: order === "ASC", text: "Oldest first" }),
+  );
+  const filter = h(
+    "form",
+    {
+      class: "toolbar",
+      "aria-label": "Filter projects",
+      onsubmit: (event) => {
+        event.preventDefault();
+        go(`#/projects?${query({ organization_id: organizationSelect.value, order_direction: orderSelect.value === "ASC" ? "ASC" : "" })}`);
+      },
+    },
+    h("label", { for: "filter-organization", text: "Organization" }),
+    organizationSelect,
+    h("label", { for: "filter-order", text: "Order" }),
+    orderSelect,
+    h("button", { type: "submit", text: "Apply" }),
+  );
+
+  const slugInput = h("input", { id: "find-slug", name: "slug", type: "search", required: true, autocomplete: "off", pattern: "[a-z0-9-]{1,63}", title: "a-z, 0-9 and -" });
+  const findResult = h("div", { id: "find-result" });
+  const find = h(
+    "form",
+    {
+      class: "toolbar",
+      role: "search",
+      onsubmit: (event) => findBySlug(event, slugInput.value.trim(), organization, findResult, signal),
+    },
+    h("label", { for: "find-slug", text: "Find by slug" }),
+    slugInput,
+    h("button", { type: "submit", text: "Find" }),
+  );
+
+  const rows = body.data.map((project) =>
+    h(
+      "tr",
+      {},
+      h("td", { "data-label": "Slug" }, h("a", { href: `#/projects/${encodeURIComponent(project.id)}`, text: project.slug })),
+      h("td", { "data-label": "Organization", text: organizationName(project.organization_id) }),
+      h("td", { "data-label": "Type", text: project.type }),
+      h("td", { "data-label": "Description", class: "description", text: project.description || "—" }),
+      h("td", { "data-label": "Created" }, when(project.created_at)),
+    ),
+  );
+  const table = rows.length
+    ? h(
+        "table",
+        { class: "list", id: "projects" },
+        h("caption", { class: "visually-hidden", text: "Projects" }),
+        h("thead", {}, h("tr", {}, ["Slug", "Organization", "Type", "Description", "Created"].map((name) => h("th", { scope: "col", text: name })))),
+        h("tbody", {}, rows),
+      )
+    : h("p", { class: "empty", text: start ? "No more projects." : "No projects here yet." });
+  show(
+    h("h1", { text: "Projects" }),
+    filter,
+    find,
+    findResult,
+    table,
+    pager("Pages of projects", start, body.has_more ? body.last_key : "", hashFor),
+  );
+}
+
+/** Finds a project by its slug: the id first (the slug often is one),
+ * then the caller's projects a page at a time, at most FIND_PAGES pages. */
+async function findBySlug(event, slug, organization, out, signal) {
+  event.preventDefault();
+  out.replaceChildren(h("p", { class: "loading", role: "status", text: `Looking for ${slug}…` }));
+  try {
+    try {
+      const { body } = await api("GET", `/v1/projects/${encodeURIComponent(slug)}`, { signal });
+      if (body.slug === slug && (!organization || body.organization_id === organization)) {
+        go(`#/projects/${encodeURIComponent(body.id)}`);
+        return;
+      }
+    } catch (error) {
+      if (error.status !== 404 && error.status !== 400) throw error;
+    }
+    let start = "";
+    let seen = 0;
+    for (let page = 0; page < FIND_PAGES; page++) {
+      const { body } = await api("GET", `/v1/projects?${query({ limit: 100, organization_id: organization, start_key: start })}`, { signal });
+      const found = body.data.find((project) => project.slug === slug);
+      if (found) {
+        go(`#/projects/${encodeURIComponent(found.id)}`);
+        return;
+      }
+      seen += body.data.length;
+      out.replaceChildren(h("p", { class: "loading", role: "status", text: `Looking for ${slug}… ${seen} projects read.` }));
+      if (!body.has_more) {
+        out.replaceChildren(errorBox(`No project has the slug ${slug} in ${organization ? organizationName(organization) : "your organizations"}.`));
+        return;
+      }
+      start = body.last_key;
+    }
+    out.replaceChildren(errorBox(`Not found among the newest ${seen} projects. Choose an organization to narrow the search.`));
+  } catch (error) {
+    if (error.name === "AbortError" || endSessionOn(error)) return;
+    out.replaceChildren(errorBox(explain(error, "search projects")));
+  }
+}
+
+// ----- One project -----
+
+/** A labelled list of settings: [label, value] pairs; a value is text,
+ * a node, or a list (shown one item a line, or "none"). */
+function settings(id, title, pairs) {
+  const list = h("dl", { class: "settings" });
+  for (const [label, value] of pairs) {
+    let shown = value;
+    if (Array.isArray(value)) {
+      shown = value.length ? h("ul", { class: "plain" }, value.map((item) => h("li", {}, item))) : h("span", { class: "muted", text: "none" });
+    } else if (value === "" || value === null || value === undefined) {
+      shown = h("span", { class: "muted", text: "not set" });
+    }
+    list.append(h("dt", { text: label }), h("dd", {}, shown));
+  }
+  return h("section", { class: "card", "aria-labelledby": id }, h("h2", { id, text: title }), list);
+}
+
+/** A rule's conditions in words: "request methods GET, HEAD; request
+ * headers present: accept". Empty conditions read "always". */
+function conditionsText(conditions) {
+  const parts = [];
+  for (const [name, value] of Object.entries(conditions || {})) {
+    const label = name.replaceAll("_", " ");
+    if (Array.isArray(value)) {
+      if (value.length) parts.push(`${label} ${value.join(", ")}`);
+    } else if (value && typeof value === "object") {
+      const { present = [], absent = [], values = {} } = value;
+      if (present.length) parts.push(`${label} present: ${present.join(", ")}`);
+      if (absent.length) parts.push(`${label} absent: ${absent.join(", ")}`);
+      for (const [key, wanted] of Object.entries(values)) parts.push(`${label} ${key} = ${JSON.stringify(wanted)}`);
+    } else if (value !== "" && value !== null && value !== undefined) {
+      parts.push(`${label} ${value}`);
+    }
+  }
+  return parts.join("; ") || "always";
+}
+
+async function viewProject([id], _, signal) {
+  loading("the project");
+  const [{ body: project }] = await Promise.all([
+    api("GET", `/v1/projects/${encodeURIComponent(id)}`, { signal }),
+    loadOrganizations(signal),
+  ]);
+  const a = project.autocapture || {};
+  const sections = [
+    settings("s-overview", "Overview", [
+      ["Organization", organizationName(project.organization_id)],
+      ["Your role there", roleIn(project.organization_id)],
+      ["Id", project.id],
+      ["Type", project.type],
+      ["Description", project.description],
+      ["External address", project.external_project_url],
+      ["Avatar address", project.avatar_url],
+      ["Log severity", project.log_severity],
+      ["Created", when(project.created_at)],
+      ["Updated", when(project.updated_at)],
+    ]),
+    settings("s-caching", "Caching", [
+      ["Cache", yesNo(project.cache)],
+      ["Behind a proxy cache", yesNo(project.edgee_behind_proxy_cache)],
+      ["Enforce no-store policy", yesNo(project.enforce_no_store_policy)],
+      ["Cache rules enabled", yesNo(project.override_cache_enabled)],
+      [
+        "Cache rules",
+        (project.override_cache || []).map(
+          (rule) => `#${rule.rank} ${rule.path}${rule.regex ? " (regex)" : ""}: ${rule.pass ? "pass" : `ttl ${rule.ttl} s, swr ${rule.swr} s`}; when ${conditionsText(rule.conditions)}`,
+        ),
+      ],
+    ]),
+    settings("s-proxying", "Proxying", [
+      ["Force HTTPS", yesNo(project.force_https)],
+      ["Proxy only", yesNo(project.proxy_only)],
+      ["Proxy-only paths (regex)", project.proxy_only_path_regex],
+      ["Password protection", yesNo(project.password_protection)],
+      ["Forwarded headers", (project.forwarded_headers || []).map((header) => `${header.name}: ${header.value}`)],
+    ]),
+    settings("s-sdk", "SDK", [
+      ["Inject the SDK", yesNo(project.inject_sdk)],
+      ["Position", project.inject_sdk_position],
+      ["Cookieless", yesNo(project.cookieless)],
+      ["Autocapture", Object.keys(a).filter((name) => a[name]).map((name) => name.replaceAll("_", " "))],
+    ]),
+    settings("s-ip", "IP rules", [
+      ["Trusted addresses", project.trusted_ips || []],
+      ["Blocked addresses", project.blocked_ips || []],
+    ]),
+    settings("s-rate", "Rate limiting", [
+      ["Enabled", yesNo(project.rate_limiting_enabled)],
+      [
+        "Rules",
+        (project.rate_limiting || []).map(
+          (rule) => `#${rule.rank} ${rule.limit} requests per ${rule.window} by ${(rule.key || []).join(", ")}, blocked ${rule.block_duration} s; when ${conditionsText(rule.conditions)}`,
+        ),
+      ],
+    ]),
+    settings("s-cookies", "Cookies", [
+      ["Cookie name", project.cookie_name],
+      ["Cookie domain", project.cookie_domain],
+      ["Kept cookies", project.cookie_whitelist || []],
+    ]),
+  ];
+  const revisions = h("section", { class: "card wide", id: "revisions", "aria-labelledby": "s-revisions" }, h("h2", { id: "s-revisions", text: "Proxy settings" }));
+  show(
+    h("p", { class: "crumbs" }, h("a", { href: "#/projects", text: "Projects" }), " / ", organizationName(project.organization_id)),
+    h("h1", { text: project.slug }),
+    h("div", { class: "grid" }, sections),
+    revisions,
+  );
+  await showRevisions(project, revisions, signal);
+}
+
+// ----- Proxy settings: timeline, activation, diff -----
+
+async function showRevisions(project, section, signal, loaded = [], nextKey = "") {
+  const status = h("div", { class: "revision-status" });
+  const heading = section.querySelector("h2");
+  section.replaceChildren(heading, h("p", { class: "loading", role: "status", text: "Loading revisions…" }));
+  let revisions = loaded;
+  let more = nextKey;
+  try {
+    if (!loaded.length || nextKey) {
+      const { body } = await api("GET", `/v1/projects/${encodeURIComponent(project.id)}/proxy-settings?${query({ limit: 100, start_key: nextKey })}`, { signal });
+      revisions = [...loaded, ...body.data];
+      more = body.has_more ? body.last_key : "";
+    }
+  } catch (error) {
+    if (error.name === "AbortError" || endSessionOn(error)) return;
+    section.replaceChildren(heading, errorBox(explain(error, "see the proxy settings")));
+    return;
+  }
+  if (!revisions.length) {
+    section.replaceChildren(heading, h("p", { class: "empty", text: "No proxy settings revision yet." }));
+    return;
+  }
+  const items = revisions.map((revision) =>
+    h(
+      "li",
+      { class: revision.is_active ? "revision active" : "revision", "data-revision": revision.revision },
+      h(
+        "div",
+        { class: "revision-head" },
+        h("strong", { text: `Revision ${revision.revision}` }),
+        revision.is_active ? h("span", { class: "badge", text: "✓ Active" }) : h("span", { class: "muted", text: "inactive" }),
+      ),
+      h("p", { text: revision.description || "(no description)" }),
+      h("p", { class: "muted", text: `${revision.backends.length} backends, ${revision.routes.length} routes` }),
+      revision.is_active
+        ? null
+        : h("button", {
+            type: "button",
+            class: "activate",
+            text: `Activate revision ${revision.revision}`,
+            onclick: () => activate(project, revision, section, status, signal),
+          }),
+    ),
+  );
+  const newest = revisions[0].revision;
+  const active = revisions.find((revision) => revision.is_active)?.revision;
+  const older = revisions.length > 1 ? revisions[1].revision : newest;
+  const choose = (id, label, selected) =>
+    h(
+      "span",
+      { class: "field" },
+      h("label", { for: id, text: label }),
+      h("select", { id }, revisions.map((r) => h("option", { value: r.revision, selected: r.revision === selected, text: `Revision ${r.revision}${r.is_active ? " (active)" : ""}` }))),
+    );
+  const compare = h(
+    "form",
+    {
+      class: "toolbar",
+      "aria-label": "Compare two revisions",
+      onsubmit: (event) => {
+        event.preventDefault();
+        go(`#/projects/${encodeURIComponent(project.id)}/diff/${$("diff-a").value}/${$("diff-b").value}`);
+      },
+    },
+    choose("diff-a", "Compare revision", active && active !== newest ? active : older),
+    choose("diff-b", "with revision", newest),
+    h("button", { type: "submit", text: "Show differences" }),
+  );
+  section.replaceChildren(
+    heading,
+    status,
+    compare,
+    h("ol", { class: "timeline", "aria-label": "Revisions, newest first" }, items),
+    more ? h("button", { type: "button", text: "Load older revisions", onclick: () => showRevisions(project, section, signal, revisions, more) }) : null,
+  );
+}
+
+async function activate(project, revision, section, status, signal) {
+  const confirmed = await confirmAction(
+    `Activate revision ${revision.revision}?`,
+    `${project.slug} will use the backends and routes of revision ${revision.revision} (“${revision.description}”). The revision active now becomes inactive; you can activate it again later to roll back.`,
+    `Activate revision ${revision.revision}`,
+  );
+  if (!confirmed) return;
+  status.replaceChildren(h("p", { class: "loading", role: "status", text: `Activating revision ${revision.revision}…` }));
+  try {
+    await api("POST", `/v1/projects/${encodeURIComponent(project.id)}/proxy-settings/${revision.revision}`, { body: { is_active: true }, signal });
+    notify(`Revision ${revision.revision} of ${project.slug} is now active.`);
+    await showRevisions(project, section, signal);
+  } catch (error) {
+    if (error.name === "AbortError" || endSessionOn(error)) return;
+    status.replaceChildren(errorBox(explain(error, "activate proxy settings revisions", project.organization_id)));
+  }
+}
+
+/** One revision by number, read through the listing's own cursor: the
+ * page of one after the revision before it (oldest first). */
+async function fetchRevision(projectId, number, signal) {
+  const { body } = await api(
+    "GET",
+    `/v1/projects/${encodeURIComponent(projectId)}/proxy-settings?${query({ limit: 1, order_direction: "ASC", start_key: number > 1 ? String(number - 1) : "" })}`,
+    { signal },
+  );
+  const revision = body.data[0];
+  if (!revision || revision.revision !== number) throw new ApiError(404, null, null, null);
+  return revision;
+}
+
+/** Pairs the items of two lists by `keyOf` (a key seen twice pairs by
+ * its occurrence), in the order of the first list then the second. */
+function pairUp(left, right, keyOf) {
+  const keyed = (items) => {
+    const seen = new Map();
+    return items.map((item) => {
+      const base = keyOf(item);
+      const n = seen.get(base) || 0;
+      seen.set(base, n + 1);
+      return [n ? `${base} #${n + 1}` : base, item];
+    });
+  };
+  const a = new Map(keyed(left));
+  const b = new Map(keyed(right));
+  const keys = [...a.keys(), ...[...b.keys()].filter((key) => !a.has(key))];
+  return keys.map((key) => ({ key, a: a.get(key), b: b.get(key) }));
+}
+
+const FIELD_ORDER = {
+  backend: ["name", "address", "enable_ssl", "default", "override_host", "sni_hostname", "check_certificate", "ca_certificate"],
+  route: ["path", "regex", "backend_name", "rank", "continent", "region", "country"],
+};
+
+const shownValue = (value) => (value === undefined ? "not set" : typeof value === "string" ? value : JSON.stringify(value));
+
+/** One side of a pair: its members a line each, lines that differ from
+ * the other side marked with "~" (and words for screen readers). */
+function side(kind, item, other, label) {
+  if (!item) return h("div", { class: "side missing" }, h("p", { class: "muted", text: `not in revision ${label}` }));
+  const fields = [...new Set([...FIELD_ORDER[kind], ...Object.keys(item), ...Object.keys(other || {})])];
+  return h(
+    "div",
+    { class: "side" },
+    h(
+      "ul",
+      { class: "fields" },
+      fields
+        .filter((name) => item[name] !== undefined || (other && other[name] !== undefined))
+        .map((name) => {
+          const changed = other && JSON.stringify(item[name]) !== JSON.stringify(other[name]);
+          return h(
+            "li",
+            { class: changed ? "changed" : "" },
+            h("span", { class: "sigil", "aria-hidden": "true", text: changed ? "~" : " " }),
+            changed ? h("span", { class: "visually-hidden", text: "changed: " }) : null,
+            h("span", { class: "name", text: `${name}: ` }),
+            h("span", { class: "value", text: shownValue(item[name]) }),
+          );
+        }),
+    ),
+  );
+}
+
+function diffRows(kind, title, pairs, a, b) {
+  const counts = { added: 0, removed: 0, changed: 0, unchanged: 0 };
+  const rows = pairs.map((pair) => {
+    const verdict = !pair.a ? "added" : !pair.b ? "removed" : JSON.stringify(pair.a) === JSON.stringify(pair.b) ? "unchanged" : "changed";
+    counts[verdict] += 1;
+    const sigil = { added: "+", removed: "−", changed: "~", unchanged: "=" }[verdict];
+    return h(
+      "div",
+      { class: `diff-row ${verdict}`, "data-verdict": verdict },
+      h("h3", {}, h("span", { class: "sigil", "aria-hidden": "true", text: sigil }), `${kind} ${pair.key} `, h("span", { class: "verdict", text: `(${verdict})` })),
+      h("div", { class: "sides" }, side(kind, pair.a, pair.b, a), side(kind, pair.b, pair.a, b)),
+    );
+  });
+  const summary = Object.entries(counts)
+    .filter(([, n]) => n)
+    .map(([verdict, n]) => `${n} ${verdict}`)
+    .join(", ");
+  return h("section", { class: "diff", "aria-label": title }, h("h2", { text: `${title}: ${summary || "none"}` }), rows);
+}
+
+async function viewDiff([id, first, second], _, signal) {
+  const a = Number(first);
+  const b = Number(second);
+  loading(`revisions ${a} and ${b}`);
+  const [{ body: project }, left, right] = await Promise.all([
+    api("GET", `/v1/projects/${encodeURIComponent(id)}`, { signal }),
+    fetchRevision(id, a, signal),
+    fetchRevision(id, b, signal),
+  ]);
+  const header = (revision) =>
+    h("div", { class: "side-head" }, h("strong", { text: `Revision ${revision.revision}` }), revision.is_active ? h("span", { class: "badge", text: "✓ Active" }) : null, h("p", { text: revision.description }));
+  show(
+    h("p", { class: "crumbs" }, h("a", { href: "#/projects", text: "Projects" }), " / ", h("a", { href: `#/projects/${encodeURIComponent(project.id)}`, text: project.slug })),
+    h("h1", { text: `${project.slug}: revision ${a} against revision ${b}` }),
+    h("p", { class: "legend" }, "Left: revision ", String(a), ". Right: revision ", String(b), ". Marks: + added, − removed, ~ changed, = unchanged."),
+    h("p", {}, h("a", { href: `#/projects/${encodeURIComponent(project.id)}/diff/${b}/${a}`, text: "Swap sides" })),
+    h("div", { class: "sides heads" }, header(left), header(right)),
+    diffRows("backend", "Backends", pairUp(left.backends, right.backends, (backend) => backend.name), a, b),
+    diffRows("route", "Routes", pairUp(left.routes, right.routes, (r) => `${r.path}${r.regex ? " (regex)" : ""}`), a, b),
+  );
+}
+
+// ----- API tokens -----
+
+const EXPIRIES = [
+  ["", "Never"],
+  ["7", "In 7 days"],
+  ["30", "In 30 days"],
+  ["90", "In 90 days"],
+  ["365", "In a year"],
+];
+
+async function viewTokens(_, params, signal) {
+  const start = params.get("start_key") || "";
+  loading("your API tokens");
+  const { body } = await api("GET", `/v1/api_tokens?${query({ limit: PAGE_SIZE, start_key: start })}`, { signal });
+  const created = h("div", { id: "created-token" });
+  const name = h("input", { id: "token-name", name: "name", required: true, maxlength: 200, autocomplete: "off" });
+  const expiry = h("select", { id: "token-expiry", name: "expires" }, EXPIRIES.map(([days, label]) => h("option", { value: days, text: label })));
+  const createProblem = h("div", {});
+  const create = h(
+    "form",
+    { class: "card toolbar", "aria-label": "Create a token", onsubmit: (event) => createToken(event, name, expiry, created, createProblem) },
+    h("h2", { text: "Create a token" }),
+    h("label", { for: "token-name", text: "Name" }),
+    name,
+    h("label", { for: "token-expiry", text: "Expires" }),
+    expiry,
+    h("button", { type: "submit", class: "primary", text: "Create token" }),
+    createProblem,
+  );
+  const rowsProblem = h("div", {});
+  const rows = body.data.map((token) =>
+    h(
+      "tr",
+      { "data-token": token.id },
+      h("td", { "data-label": "Name", text: token.name }),
+      h("td", { "data-label": "Token" }, h("code", { text: token.token })),
+      h("td", { "data-label": "Created" }, when(token.created_at)),
+      h("td", { "data-label": "Last used" }, when(token.last_used_at)),
+      h("td", { "data-label": "Expires" }, token.expires_at ? when(token.expires_at) : h("span", { class: "muted", text: "never" })),
+      h("td", { "data-label": "" }, h("button", { type: "button", class: "danger", text: `Revoke ${token.name}`, onclick: () => revoke(token, rowsProblem) })),
+    ),
+  );
+  const table = rows.length
+    ? h(
+        "table",
+        { class: "list", id: "tokens" },
+        h("caption", { class: "visually-hidden", text: "Your API tokens" }),
+        h("thead", {}, h("tr", {}, ["Name", "Token", "Created", "Last used", "Expires", "Actions"].map((n) => h("th", { scope: "col", text: n })))),
+        h("tbody", {}, rows),
+      )
+    : h("p", { class: "empty", text: "No tokens." });
+  const full = body.data.length === PAGE_SIZE;
+  show(
+    h("h1", { text: "API tokens" }),
+    created,
+    create,
+    rowsProblem,
+    table,
+    pager("Pages of tokens", start, full ? body.data.at(-1).id : "", (key) => `#/tokens?${query({ start_key: key })}`),
+  );
+}
+
+async function createToken(event, name, expiry, out, problem) {
+  event.preventDefault();
+  const body = { name: name.value.trim() };
+  if (expiry.value) body.expires_at = new Date(Date.now() + Number(expiry.value) * 86400000).toISOString();
+  problem.replaceChildren(h("p", { class: "loading", role: "status", text: "Creating…" }));
+  let made;
+  try {
+    ({ body: made } = await api("POST", "/v1/api_tokens", { body }));
+  } catch (error) {
+    if (endSessionOn(error)) return;
+    problem.replaceChildren(errorBox(explain(error, "create tokens")));
+    return;
+  }
+  problem.replaceChildren();
+  // The secret goes in the field's value, not an attribute: it is never
+  // part of the page's markup, and it leaves the page with the panel.
+  const secret = h("input", { id: "new-secret", type: "text", readonly: true, "aria-label": "The new token", spellcheck: "false" });
+  secret.value = made.token;
+  const copied = h("span", { role: "status", class: "muted" });
+  const copy = async () => {
+    secret.select();
+    try {
+      await navigator.clipboard.writeText(secret.value);
+      copied.textContent = "Copied.";
+    } catch {
+      copied.textContent = "Select the text and copy it (Ctrl+C or ⌘C).";
+    }
+  };
+  out.replaceChildren(
+    h(
+      "section",
+      { class: "card secret", role: "alert", "aria-labelledby": "secret-title" },
+      h("h2", { id: "secret-title", text: `Token “${made.name}” created` }),
+      h("p", { class: "warning" }, h("strong", { text: "Copy it now: " }), "this is the only time it is shown. The service keeps only its digest and cannot show it again. Anyone holding it acts as you."),
+      h("div", { class: "toolbar" }, secret, h("button", { type: "button", id: "copy-secret", text: "Copy", onclick: copy }), copied),
+      h("button", { type: "button", id: "hide-secret", text: "I have copied it: hide it", onclick: () => route() }),
+    ),
+  );
+  name.value = "";
+  secret.focus();
+  secret.select();
+}
+
+async function revoke(token, problem) {
+  const mine = state.token && token.token.endsWith(state.token.slice(-4));
+  const confirmed = await confirmAction(
+    `Revoke the token “${token.name}”?`,
+    `Programs using it are refused from now on. This cannot be undone.${mine ? " It looks like the token this console signed in with: you would be signed out." : ""}`,
+    "Revoke",
+  );
+  if (!confirmed) return;
+  try {
+    await api("DELETE", `/v1/api_tokens/${encodeURIComponent(token.id)}`);
+    notify(`Token “${token.name}” revoked.`);
+    route();
+  } catch (error) {
+    if (endSessionOn(error)) return;
+    problem.replaceChildren(errorBox(explain(error, "revoke this token")));
+  }
+}
+
+// ----- Start -----
+
+async function start() {
+  $("sign-out").addEventListener("click", signOut);
+  // Fires on Back, Forward and every change of the address's #part
+  // (links, typing), never on our own pushState.
+  window.addEventListener("popstate", route);
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (!token) {
+    showSignIn();
+    return;
+  }
+  state.token = token;
+  loading("your account");
+  try {
+    const { body } = await api("GET", "/v1/users/me");
+    await signedIn(body);
+    route();
+  } catch (error) {
+    forgetToken();
+    showSignIn(explain(error));
+  }
+}
+
+start();
