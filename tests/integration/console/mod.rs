@@ -595,3 +595,39 @@ async fn a_phone_screen_and_the_keyboard_alone_are_enough() {
     );
     browser.screenshot("phone-diff").await;
 }
+
+#[tokio::test]
+async fn a_missing_project_and_a_stopped_service_are_said_in_words() {
+    let sandbox = Sandbox::new();
+    let (mut server, token) = demo(&sandbox);
+    let Some(browser) = Browser::open(&server.base, Screen::Desktop).await else {
+        return;
+    };
+    browser.sign_in(&token).await;
+    // Another organization's project is the same 404 as a missing one.
+    for id in ["no-such-project", "initech-shop"] {
+        browser.visit(&format!("/console#/projects/{id}")).await;
+        browser
+            .sees(
+                "main [role=alert]",
+                "Not found: it does not exist, or it is not visible to you.",
+            )
+            .await;
+    }
+    browser.visit("/console#/projects").await;
+    browser.element("#projects").await;
+    let (_, status, _, _) = server.stop_with("TERM").await;
+    assert!(status.success());
+    browser.click("nav.pager button:last-child").await;
+    browser
+        .sees("main [role=alert]", "The service did not answer")
+        .await;
+    browser.sees("main button", "Try again").await;
+    // The session is kept: the token was not refused, the service was away.
+    assert_eq!(
+        browser
+            .run("return sessionStorage.getItem('proxydeck.token')", vec![])
+            .await,
+        json!(token)
+    );
+}
