@@ -4,6 +4,7 @@
 //! state, instead of polling on a timer.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -50,7 +51,10 @@ pub(crate) enum Screen {
     Phone,
 }
 
-/// A browser for one test: killed with its driver when dropped.
+/// A browser for one test. The driver runs in a process group of its
+/// own, which its browser processes join; dropping this kills the whole
+/// group, so a failing test leaves no browser behind (killing the driver
+/// alone would orphan them).
 pub(crate) struct Browser {
     pub(crate) client: Client,
     base: String,
@@ -60,7 +64,8 @@ pub(crate) struct Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.driver.wait();
     }
 }
@@ -84,6 +89,7 @@ impl Browser {
         };
         let mut driver = Command::new(chromedriver)
             .arg("--port=0")
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
