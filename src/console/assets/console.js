@@ -698,8 +698,14 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
     choose("diff-b", "with revision", newest),
     h("button", { type: "submit", text: "Show differences" }),
   );
+  const role = roleIn(project.organization_id);
+  const readOnly =
+    role === "member"
+      ? h("p", { class: "muted", text: `Your role in ${organizationName(project.organization_id)} is member: you can read and compare revisions; activating one needs an editor or an admin.` })
+      : null;
   section.replaceChildren(
     heading,
+    readOnly,
     status,
     compare,
     h("ol", { class: "timeline", "aria-label": "Revisions, newest first" }, items),
@@ -868,7 +874,7 @@ async function viewTokens(_, params, signal) {
       "tr",
       { "data-token": token.id },
       h("td", { "data-label": "Name", text: token.name }),
-      h("td", { "data-label": "Token" }, h("code", { text: token.token })),
+      h("td", { "data-label": "Token" }, h("code", { text: token.token }), isSessionToken(token) ? h("span", { class: "muted", text: " (this session)" }) : null),
       h("td", { "data-label": "Created" }, when(token.created_at)),
       h("td", { "data-label": "Last used" }, when(token.last_used_at)),
       h("td", { "data-label": "Expires" }, token.expires_at ? when(token.expires_at) : h("span", { class: "muted", text: "never" })),
@@ -938,8 +944,12 @@ async function createToken(event, name, expiry, out, problem) {
   secret.select();
 }
 
+/** Whether a listed token is, by its hint (the last four characters),
+ * the one this console signed in with. */
+const isSessionToken = (token) => Boolean(state.token) && token.token.endsWith(state.token.slice(-4));
+
 async function revoke(token, problem) {
-  const mine = state.token && token.token.endsWith(state.token.slice(-4));
+  const mine = isSessionToken(token);
   const confirmed = await confirmAction(
     `Revoke the token “${token.name}”?`,
     `Programs using it are refused from now on. This cannot be undone.${mine ? " It looks like the token this console signed in with: you would be signed out." : ""}`,

@@ -369,6 +369,9 @@ async fn revisions_compare_side_by_side_and_only_editors_activate() {
     browser.click("#sign-out").await;
     browser.sign_in(&member).await;
     browser.visit("/console#/projects/globex-api").await;
+    browser
+        .sees("#revisions", "Your role in Globex is member")
+        .await;
     browser.click("li[data-revision='3'] button.activate").await;
     browser.click("#confirm-ok").await;
     browser
@@ -392,7 +395,10 @@ async fn a_token_is_shown_once_then_revoked_and_a_revoked_session_ends() {
     browser.click("nav a[data-nav=tokens]").await;
     browser.sees("h1", "API tokens").await;
     browser
-        .sees("#tokens", &format!("pxd_****{}", &token[token.len() - 4..]))
+        .sees(
+            "#tokens",
+            &format!("pxd_****{} (this session)", &token[token.len() - 4..]),
+        )
         .await;
 
     browser.fill("#token-name", "deploy bot").await;
