@@ -26,6 +26,8 @@ pub struct ServiceOptions {
     /// A second address that serves `/metrics` (then absent from `listen`)
     /// and the health endpoints (also kept on `listen`).
     pub admin_listen: Option<String>,
+    /// Whether `/console` serves the web console.
+    pub console: bool,
     pub auth: AuthOptions,
     pub server: ServerOptions,
     pub limits: RequestLimits,
@@ -39,6 +41,7 @@ impl Default for ServiceOptions {
         Self {
             listen: "127.0.0.1:8080".into(),
             admin_listen: None,
+            console: true,
             auth: AuthOptions::default(),
             server: ServerOptions::default(),
             limits: RequestLimits::default(),
@@ -97,7 +100,12 @@ impl Service {
         });
         let (router, admin) = match admin_listener {
             None => (
-                api::router(state, options.limits, MetricsRoute::Included),
+                api::router(
+                    state,
+                    options.limits,
+                    MetricsRoute::Included,
+                    options.console,
+                ),
                 None,
             ),
             Some(admin_listener) => (
@@ -105,6 +113,7 @@ impl Service {
                     state.clone(),
                     options.limits.clone(),
                     MetricsRoute::Excluded,
+                    options.console,
                 ),
                 Some((admin_listener, api::admin_router(state, options.limits))),
             ),

@@ -213,6 +213,10 @@ struct ServeArgs {
     /// too) on this address instead, such as a private 127.0.0.1:9090.
     #[arg(long, env = "PROXYDECK_ADMIN_LISTEN", value_parser = parse_listen_address, value_name = "ADDR")]
     admin_listen: Option<String>,
+    /// Serve the web console at /console: `on` or `off`. It is a client of
+    /// the API and can do nothing a token cannot.
+    #[arg(long, env = "PROXYDECK_CONSOLE", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set, value_name = "on|off")]
+    console: bool,
     /// How long an authenticated token is trusted without asking the store:
     /// the delay before a revocation made elsewhere takes effect.
     #[arg(long, env = "PROXYDECK_TOKEN_CACHE_TTL", default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
@@ -297,6 +301,15 @@ fn parse_listen_address(text: &str) -> Result<String, String> {
     }
 }
 
+/// A switch: `on` or `off`.
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err("write on or off".into()),
+    }
+}
+
 /// A header's name, as HTTP allows it.
 fn parse_header_name(text: &str) -> Result<axum::http::HeaderName, String> {
     axum::http::HeaderName::try_from(text)
@@ -349,6 +362,7 @@ impl ServeArgs {
         Ok(ServiceOptions {
             listen: self.listen.clone(),
             admin_listen: self.admin_listen.clone(),
+            console: self.console,
             auth: AuthOptions {
                 cache: self.caches.token,
                 cache_ttl: self.token_cache_ttl,

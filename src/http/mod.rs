@@ -102,9 +102,17 @@ impl Default for RequestLimits {
 /// costs more than it saves.
 const COMPRESS_ABOVE_BYTES: u64 = 1024;
 
-pub fn router(state: AppState, limits: RequestLimits, metrics: MetricsRoute) -> Router {
+/// The public router: the API, `/openapi.json`, the health endpoints,
+/// `/metrics` unless `metrics` excludes it, and the web console when
+/// `console` is on (`--console`).
+pub fn router(
+    state: AppState,
+    limits: RequestLimits,
+    metrics: MetricsRoute,
+    console: bool,
+) -> Router {
     let listing = |route| listing(route, &state);
-    let routes = Router::new()
+    let mut routes = Router::new()
         .route(
             "/v1/projects",
             listing(get(listings::projects).post(projects::create)),
@@ -144,12 +152,14 @@ pub fn router(state: AppState, limits: RequestLimits, metrics: MetricsRoute) -> 
             listing(get(directory::organization)),
         )
         .merge(operations::routes(metrics))
-        .route("/openapi.json", get_only(get(openapi::document)))
-        .route(console::PATH, get_only(get(console::page)))
-        .route("/console/", get_only(get(console::page)))
-        .route("/console/{name}", get_only(get(console::asset)))
-        .fallback(not_found)
-        .with_state(state);
+        .route("/openapi.json", get_only(get(openapi::document)));
+    if console {
+        routes = routes
+            .route(console::PATH, get_only(get(console::page)))
+            .route("/console/", get_only(get(console::page)))
+            .route("/console/{name}", get_only(get(console::asset)));
+    }
+    let routes = routes.fallback(not_found).with_state(state);
     with_middleware(routes, limits)
 }
 

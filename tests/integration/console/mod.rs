@@ -637,3 +637,37 @@ async fn a_missing_project_and_a_stopped_service_are_said_in_words() {
         json!(token)
     );
 }
+
+#[tokio::test]
+async fn the_console_can_be_switched_off() {
+    let sandbox = Sandbox::new();
+    // By flag, and by the environment: /console is then an unknown route.
+    let by_flag = sandbox.serve(&["--console", "off"]);
+    let by_environment = Server::start(|listen| {
+        let mut command = sandbox.command(&["serve", "--listen", listen]);
+        command.env("PROXYDECK_CONSOLE", "off");
+        command
+    });
+    for server in [&by_flag, &by_environment] {
+        for path in ["/console", "/console/console.js"] {
+            let response = server.client.get(server.url(path)).send().await.unwrap();
+            assert_eq!(response.status(), 404, "{path}");
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(body["error"]["type"], json!("not_found_error"), "{body}");
+        }
+        let document = server
+            .client
+            .get(server.url("/openapi.json"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(document.status(), 200);
+    }
+    let on = sandbox.serve(&[]);
+    let page = on.client.get(on.url("/console")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    // Anything but on or off is refused before serving, naming the flag.
+    sandbox
+        .run(&["serve", "--console", "yes"])
+        .error(&["--console", "on or off"]);
+}
