@@ -22,6 +22,14 @@ use super::table::{self, Column};
 use super::writes;
 use crate::domain::pagination::{DEFAULT_LIMIT, MAX_LIMIT};
 
+/// The note ending the help of each create that sends an Idempotency-Key
+/// (a macro so that `concat!` can put it after each command's examples).
+macro_rules! retried_create_note {
+    () => {
+        "\n\nIt sends a fresh Idempotency-Key, kept across the client's own retries: a retried create never creates twice."
+    };
+}
+
 /// Where the API is and as whom to call it. Unset, they come from the
 /// profile `proxydeck login` saved.
 #[derive(Args)]
@@ -113,7 +121,7 @@ pub enum ProjectsCommand {
     /// Create a project in one of your organizations (you need the admin
     /// or editor role there).
     #[command(
-        after_help = "Examples:\n  proxydeck projects create --org 0190b7a4-0000-7000-8000-000000000001 --slug my-shop --description 'My shop'\n  proxydeck projects create --file project.json --json id\n\nIt sends a fresh Idempotency-Key, kept across the client's own retries: a retried create never creates twice."
+        after_help = concat!("Examples:\n  proxydeck projects create --org 0190b7a4-0000-7000-8000-000000000001 --slug my-shop --description 'My shop'\n  proxydeck projects create --file project.json --json id", retried_create_note!())
     )]
     Create(writes::ProjectCreate),
     /// Show one project, with its ETag on a terminal (or --show-etag).
@@ -183,7 +191,7 @@ pub enum ProxySettingsCommand {
     /// (`description`, `backends`, `routes`). A project's first revision is
     /// active; later ones are not until activated.
     #[command(
-        after_help = "Examples:\n  proxydeck proxy-settings create acme-shop --file revision.json\n  cat revision.json | proxydeck proxy-settings create acme-shop --file - --jq .revision\n\nIt sends a fresh Idempotency-Key, kept across the client's own retries: a retried create never creates twice."
+        after_help = concat!("Examples:\n  proxydeck proxy-settings create acme-shop --file revision.json\n  cat revision.json | proxydeck proxy-settings create acme-shop --file - --jq .revision", retried_create_note!())
     )]
     Create(writes::RevisionCreate),
     /// Make a revision the active one (the one active before stops being

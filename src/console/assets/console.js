@@ -20,7 +20,6 @@ const state = {
   token: null,
   me: null,
   organizations: null, // Map id -> organization, once loaded
-  organizationsComplete: true,
   view: null, // the AbortController of the view on screen
 };
 
@@ -263,7 +262,7 @@ async function signIn(event, input, problem) {
   try {
     const { body } = await api("GET", "/v1/users/me");
     sessionStorage.setItem(TOKEN_KEY, token);
-    await signedIn(body);
+    signedIn(body);
     notify("");
     if (!location.hash || location.hash === "#/" || location.hash === "#") {
       history.replaceState(null, "", "#/projects");
@@ -278,7 +277,7 @@ async function signIn(event, input, problem) {
   }
 }
 
-async function signedIn(me) {
+function signedIn(me) {
   state.me = me;
   $("who-name").textContent = `${me.name} (${me.email})`;
   $("nav").hidden = false;
@@ -298,18 +297,13 @@ async function loadOrganizations(signal) {
   if (state.organizations) return state.organizations;
   const organizations = new Map();
   let start = null;
-  let complete = false;
   for (let page = 0; page < ORGANIZATION_PAGES; page++) {
     const { body } = await api("GET", `/v1/organizations?${query({ limit: 100, order_direction: "ASC", start_key: start })}`, { signal });
     for (const organization of body.data) organizations.set(organization.id, organization);
-    if (!body.has_more) {
-      complete = true;
-      break;
-    }
+    if (!body.has_more) break;
     start = body.last_key;
   }
   state.organizations = organizations;
-  state.organizationsComplete = complete;
   return organizations;
 }
 
@@ -982,7 +976,7 @@ async function start() {
   loading("your account");
   try {
     const { body } = await api("GET", "/v1/users/me");
-    await signedIn(body);
+    signedIn(body);
     route();
   } catch (error) {
     forgetToken();

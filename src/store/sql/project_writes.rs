@@ -157,27 +157,11 @@ pub(super) async fn update(
                 ],
             )
             .await?;
-        if changed == 0 {
-            // Changed since it was read: only possible without the lock.
-            return Err(StoreError::PreconditionFailed);
-        }
-        let answer = ObjectAnswer {
+        writes::record_update(db, request, now, changed, "project", id, version).await?;
+        Ok(ObjectAnswer {
             body,
             version: version + 1,
-        };
-        writes::record(
-            db,
-            request,
-            now,
-            Change {
-                object: "project",
-                object_id: id,
-                version_before: Some(version),
-                version_after: Some(answer.version),
-            },
-        )
-        .await?;
-        Ok(answer)
+        })
     })
 }
 
@@ -200,21 +184,7 @@ pub(super) async fn delete(
                 ],
             )
             .await?;
-        if changed == 0 {
-            return Err(StoreError::PreconditionFailed);
-        }
-        writes::record(
-            db,
-            request,
-            now,
-            Change {
-                object: "project",
-                object_id: id,
-                version_before: Some(version),
-                version_after: Some(version + 1),
-            },
-        )
-        .await?;
+        writes::record_update(db, request, now, changed, "project", id, version).await?;
         let body = to_json(&serde_json::json!({"object": "project", "id": id, "deleted": true}))?;
         Ok(ObjectAnswer {
             body,

@@ -182,22 +182,8 @@ async fn save(
             ],
         )
         .await?;
-    if changed == 0 {
-        // Changed since it was read: only possible without the lock.
-        return Err(StoreError::PreconditionFailed);
-    }
-    writes::record(
-        db,
-        request,
-        now,
-        Change {
-            object: OBJECT,
-            object_id: &object_id(project_id, settings.revision),
-            version_before: Some(version),
-            version_after: Some(version + 1),
-        },
-    )
-    .await?;
+    let id = object_id(project_id, settings.revision);
+    writes::record_update(db, request, now, changed, OBJECT, &id, version).await?;
     Ok(ObjectAnswer {
         body,
         version: version + 1,

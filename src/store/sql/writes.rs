@@ -182,6 +182,31 @@ pub(super) struct Change<'a> {
     pub version_after: Option<i64>,
 }
 
+/// Finishes a versioned update of one object in its transaction: the
+/// `UPDATE ... WHERE version = ?` must have changed the row (else it
+/// changed since it was read, only possible without the organization's
+/// lock: 412), and the step from `version` to `version + 1` is recorded.
+pub(super) async fn record_update(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    at: Timestamp,
+    changed: u64,
+    object: &'static str,
+    object_id: &str,
+    version: i64,
+) -> Result<(), StoreError> {
+    if changed == 0 {
+        return Err(StoreError::PreconditionFailed);
+    }
+    let change = Change {
+        object,
+        object_id,
+        version_before: Some(version),
+        version_after: Some(version + 1),
+    };
+    record(db, request, at, change).await
+}
+
 /// Records an accepted write, in its transaction.
 pub(super) async fn record(
     db: &mut dyn Db,

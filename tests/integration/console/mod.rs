@@ -13,6 +13,7 @@ use reqwest::header::{
 use serde_json::{Value, json};
 
 use crate::binary::{Sandbox, Server};
+use crate::helpers::json_of;
 use browser::{Browser, Screen};
 
 const GLOBEX: &str = "0190b7a4-0000-7000-8000-000000000002";
@@ -45,6 +46,8 @@ fn globex_member(sandbox: &Sandbox) -> String {
     sandbox.token("globex-viewer", "console")
 }
 
+/// A request of the API with `token` and the JSON `body`: the status and
+/// the answer's JSON.
 async fn api(
     server: &Server,
     method: reqwest::Method,
@@ -60,9 +63,7 @@ async fn api(
         .send()
         .await
         .expect("an answer");
-    let status = response.status();
-    let body = response.json().await.unwrap_or(Value::Null);
-    (status, body)
+    json_of(response).await
 }
 
 /// The active revision of a project, as the API says.
