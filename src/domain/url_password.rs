@@ -40,22 +40,41 @@ pub fn has_password(url: &str) -> bool {
     masked(url) != url
 }
 
-/// `url` with `password` in its user information, percent-encoded: for a
-/// password kept in a file rather than in the URL. The errors say why
-/// without repeating either text.
+/// `url` with `password` put in, percent-encoded: for a password kept in
+/// a file rather than in the URL. It goes in the user information
+/// (`scheme://user:password@host`) when the URL names a host there;
+/// otherwise (a Unix socket given as `postgres:///db?host=/run/postgresql`,
+/// several hosts, `redis+unix:///path`) in the query parameter the
+/// driver reads (`password=` for PostgreSQL, `pass=` for Redis over a
+/// socket). The errors say why without repeating either text.
 pub fn with_password(url: &str, password: &str) -> Result<String, String> {
     if has_password(url) {
         return Err("the URL holds a password already: give it in one place".into());
     }
-    let mut parsed =
-        url::Url::parse(url).map_err(|_| "the URL cannot take a password".to_string())?;
-    // The URL's own encoding of user information leaves `%` as it is.
     let encoded =
-        percent_encoding::utf8_percent_encode(password, percent_encoding::NON_ALPHANUMERIC);
-    parsed
-        .set_password(Some(&encoded.to_string()))
-        .map_err(|()| "the URL has no host to give a password for".to_string())?;
-    Ok(parsed.into())
+        percent_encoding::utf8_percent_encode(password, percent_encoding::NON_ALPHANUMERIC)
+            .to_string();
+    // The URL's own encoding of user information leaves `%` as it is.
+    let in_user_information = url::Url::parse(url).ok().and_then(|mut parsed| {
+        let has_host = parsed.host_str().is_some_and(|host| !host.is_empty());
+        (has_host && parsed.set_password(Some(&encoded)).is_ok()).then(|| parsed.into())
+    });
+    if let Some(given) = in_user_information {
+        return Ok(given);
+    }
+    let scheme = url.split("://").next().unwrap_or_default();
+    let parameter = match scheme {
+        "postgres" | "postgresql" => "password",
+        "redis+unix" | "unix" => "pass",
+        _ => {
+            return Err(
+                "the URL has no host to give a password for: write it as scheme://user@host/..."
+                    .into(),
+            );
+        }
+    };
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{separator}{parameter}={encoded}"))
 }
 
 /// The password kept in the file at `path`: its text, less one final line
@@ -122,6 +141,47 @@ mod tests {
             assert_eq!(given, expected);
             assert!(has_password(&given));
         }
+        for (url, expected) in [
+            (
+                "postgres:///proxydeck?host=/run/postgresql",
+                "postgres:///proxydeck?host=/run/postgresql&password=p%40ss%2Fw%3Ard%25%26x%3D1",
+            ),
+            (
+                "postgresql://app@/proxydeck?host=%2Ftmp&port=5433",
+                "postgresql://app@/proxydeck?host=%2Ftmp&port=5433&password=p%40ss%2Fw%3Ard%25%26x%3D1",
+            ),
+            (
+                "postgres://db1:5432,db2:5433/proxydeck",
+                "postgres://db1:5432,db2:5433/proxydeck?password=p%40ss%2Fw%3Ard%25%26x%3D1",
+            ),
+            (
+                "redis+unix:///run/redis.sock?db=1",
+                "redis+unix:///run/redis.sock?db=1&pass=p%40ss%2Fw%3Ard%25%26x%3D1",
+            ),
+        ] {
+            let given = with_password(url, "p@ss/w:rd%&x=1").unwrap();
+            assert_eq!(given, expected);
+            assert!(has_password(&given));
+            assert!(!masked(&given).contains("p%40ss"), "{given}");
+        }
+        // The driver reads each form back to the same password and hosts.
+        for url in [
+            "postgres:///proxydeck?host=/run/postgresql",
+            "postgres://app@/proxydeck?host=%2Ftmp&port=5433",
+            "postgres://db1:5432,db2:5433/proxydeck",
+            "postgres://app@db/x",
+        ] {
+            let parsed: tokio_postgres::Config = with_password(url, "p@ss/w:rd%&x=1")
+                .unwrap()
+                .parse()
+                .unwrap();
+            let plain: tokio_postgres::Config = url.parse().unwrap();
+            assert_eq!(parsed.get_password(), Some(&b"p@ss/w:rd%&x=1"[..]), "{url}");
+            assert_eq!(parsed.get_hosts(), plain.get_hosts(), "{url}");
+            assert_eq!(parsed.get_user(), plain.get_user(), "{url}");
+        }
+        let refused = with_password("mysql:///x", "hunter2").unwrap_err();
+        assert!(refused.contains("scheme://user@host/"), "{refused}");
         let parsed: tokio_postgres::Config = with_password("postgres://app@db/x", "p@ss/w:rd%")
             .unwrap()
             .parse()

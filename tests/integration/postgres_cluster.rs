@@ -18,6 +18,17 @@ pub struct Cluster {
     tls: bool,
 }
 
+/// How a cluster lets clients in.
+enum Access<'a> {
+    /// Anyone, as the local servers of CI and development do.
+    Trust,
+    /// With TLS on TCP; trust otherwise.
+    Tls(ServerTls<'a>),
+    /// Only with the `postgres` user's password (scram-sha-256), on the
+    /// socket too.
+    Password(&'a str),
+}
+
 /// What a cluster with TLS serves: its certificate chain and private key,
 /// PEM.
 pub struct ServerTls<'a> {
@@ -29,37 +40,53 @@ impl Cluster {
     /// Makes a new cluster in `dir` (which must not hold one yet) and
     /// starts it.
     pub fn create(dir: &Path, port: u16) -> Result<Self, String> {
-        Self::make(dir, port, None)
+        Self::make(dir, port, Access::Trust)
+    }
+
+    /// [`Cluster::create`], letting in only clients that give the
+    /// `postgres` user's `password` (scram-sha-256).
+    pub fn create_with_password(dir: &Path, port: u16, password: &str) -> Result<Self, String> {
+        Self::make(dir, port, Access::Password(password))
     }
 
     /// [`Cluster::create`], also listening on 127.0.0.1:`port` with TLS
     /// on (`ssl=on`), serving `tls`.
     pub fn create_with_tls(dir: &Path, port: u16, tls: ServerTls<'_>) -> Result<Self, String> {
-        Self::make(dir, port, Some(tls))
+        Self::make(dir, port, Access::Tls(tls))
     }
 
-    fn make(dir: &Path, port: u16, tls: Option<ServerTls<'_>>) -> Result<Self, String> {
+    fn make(dir: &Path, port: u16, access: Access<'_>) -> Result<Self, String> {
         let cluster = Self {
             dir: dir.to_owned(),
             port,
-            tls: tls.is_some(),
+            tls: matches!(access, Access::Tls(_)),
         };
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         hand_to_postgres_user(dir)?;
-        run(server_command("initdb")?
-            .arg("-D")
-            .arg(cluster.data())
-            .args([
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "--no-sync",
-                "-E",
-                "UTF8",
-                "--locale=C",
-            ]))?;
-        if let Some(tls) = tls {
+        let mut initdb = server_command("initdb")?;
+        initdb.arg("-D").arg(cluster.data()).args([
+            "-U",
+            "postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ]);
+        if let Access::Password(password) = access {
+            let file = dir.join("superuser-password");
+            std::fs::write(&file, password)
+                .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            hand_to_postgres_user(&file)?;
+            initdb
+                .arg("--auth=scram-sha-256")
+                .arg("--pwfile")
+                .arg(&file);
+        } else {
+            initdb.arg("--auth=trust");
+        }
+        run(&mut initdb)?;
+        if let Access::Tls(tls) = access {
             // Where ssl_cert_file and ssl_key_file look by default; the
             // server refuses a key others may read.
             for (name, text) in [("server.crt", tls.certificates), ("server.key", tls.key)] {
@@ -239,6 +266,12 @@ impl PrivateCluster {
     /// unless PostgreSQL is required here.
     pub fn start() -> Option<Self> {
         Self::make(|dir| Cluster::create(dir, 5432))
+    }
+
+    /// [`PrivateCluster::start`], letting in only the `postgres` user
+    /// with `password`.
+    pub fn start_with_password(password: &str) -> Option<Self> {
+        Self::make(|dir| Cluster::create_with_password(dir, 5432, password))
     }
 
     /// [`PrivateCluster::start`], with TLS on a free port of 127.0.0.1.

@@ -311,6 +311,21 @@ fn passwords_are_read_from_files() {
     assert!(!sandbox.path().join("x.db").exists(), "nothing was opened");
 }
 
+/// `migrate --json --database URL` with `password` given in a file.
+fn migrate_with_password_file(sandbox: &Sandbox, url: &str, password: &str) -> Out {
+    let file = write_file(sandbox, "password", password);
+    let file_arg = file.display().to_string();
+    let migrate = [
+        "migrate",
+        "--json",
+        "--database",
+        url,
+        "--database-password-file",
+        &file_arg,
+    ];
+    run(sandbox, &[&migrate], &[])
+}
+
 /// The real PostgreSQL driver takes the URL with the file's password put
 /// in (the schema's `options=` query and all): `migrate` succeeds.
 #[test]
@@ -321,21 +336,39 @@ fn a_password_file_reaches_postgresql() {
     }
     let sandbox = Sandbox::new();
     let schema = Schema::create(postgres_base_url().unwrap());
-    let password = write_file(&sandbox, "password", "any:p@ss/word%\n");
-    let url = schema.url();
-    let password_arg = password.display().to_string();
-    let out = run(
-        &sandbox,
-        &[&[
-            "migrate",
-            "--json",
-            "--database",
-            &url,
-            "--database-password-file",
-            &password_arg,
-        ]],
-        &[],
-    );
+    let out = migrate_with_password_file(&sandbox, &schema.url(), "any:p@ss/word%\n");
     assert_eq!(out.json(), json!({"migrated": true}), "{out:#?}");
     assert!(!out.stderr.contains("p@ss"), "{out:#?}");
+}
+
+/// A password given in a file reaches a server that checks it, over a
+/// Unix socket named the way libpq allows (`postgres:///db?host=FOLDER`,
+/// no host in the authority): the right one lets `migrate` in, a wrong
+/// one is refused by the server, and neither is shown.
+#[test]
+fn a_password_file_reaches_postgresql_over_a_unix_socket() {
+    let Some(private) =
+        crate::postgres_cluster::PrivateCluster::start_with_password("s0cket:p@ss%")
+    else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let url = private.cluster.url();
+    assert!(url.starts_with("postgres:///"), "{url}");
+    for (password, admitted) in [("s0cket:p@ss%\n", true), ("wr0ng:p@ss%\n", false)] {
+        let out = migrate_with_password_file(&sandbox, &url, password);
+        assert!(
+            !out.stderr.contains("p@ss") && !out.stdout.contains("p@ss"),
+            "{out:#?}"
+        );
+        if admitted {
+            assert_eq!(out.json(), json!({"migrated": true}), "{out:#?}");
+        } else {
+            assert!(!out.status.success(), "{out:#?}");
+            assert!(
+                out.stderr.contains("password authentication failed"),
+                "{out:#?}"
+            );
+        }
+    }
 }
