@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
+use crate::domain::access::TokenState;
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::domain::token::{self, TokenDigest};
@@ -76,12 +77,9 @@ pub enum AuthError {
     Missing,
     #[error("the Authorization header must be Bearer followed by an API token")]
     Malformed,
-    #[error("the API token is not valid")]
-    Unknown,
-    #[error("the API token has been revoked")]
-    Revoked,
-    #[error("the API token has expired")]
-    Expired,
+    /// A token that is not (or no longer) good: unknown, revoked, expired.
+    #[error("{}", .0.refusal())]
+    Refused(TokenState),
     /// The token would need a store look-up, and the client may not make
     /// one now (too many failed authentications from its address).
     #[error("too many failed authentications")]
@@ -160,7 +158,7 @@ impl Authenticator {
         let secret = bearer_token(authorization.ok_or(AuthError::Missing)?)?;
         // A mistyped or forged token fails here, before any store look-up.
         if !token::is_well_formed(secret) {
-            return Err(AuthError::Unknown);
+            return Err(AuthError::Refused(TokenState::Unknown));
         }
         let digest = token::digest(secret);
         let principal = match self.recall(self.cache.as_ref(), &digest) {
@@ -171,13 +169,13 @@ impl Authenticator {
             None => {
                 if self.recall(self.misses.as_ref(), &digest).is_some() {
                     metrics::token_miss_remembered();
-                    return Err(AuthError::Unknown);
+                    return Err(AuthError::Refused(TokenState::Unknown));
                 }
                 before_lookup()?;
                 metrics::token_cache_miss();
                 let Some(grant) = self.store.find_token(digest).await? else {
                     self.remember(self.misses.as_ref(), digest, ());
-                    return Err(AuthError::Unknown);
+                    return Err(AuthError::Refused(TokenState::Unknown));
                 };
                 let principal = Arc::new(Principal::from_grant(grant));
                 self.remember(self.cache.as_ref(), digest, principal.clone());
@@ -185,11 +183,9 @@ impl Authenticator {
             }
         };
         let now = self.clock.timestamp();
-        if principal.revoked {
-            return Err(AuthError::Revoked);
-        }
-        if principal.expires_at.is_some_and(|expiry| now >= expiry) {
-            return Err(AuthError::Expired);
+        match TokenState::at(principal.revoked, principal.expires_at, now) {
+            TokenState::Live => {}
+            refused => return Err(AuthError::Refused(refused)),
         }
         self.usage
             .note(&principal, now, self.options.usage_granularity);

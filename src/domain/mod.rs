@@ -2,6 +2,7 @@
 //! format, the import format, and how passwords in URLs are hidden.
 //! Nothing here knows HTTP or SQL.
 
+pub mod access;
 pub mod api_token;
 pub mod directory;
 pub mod ids;

@@ -293,6 +293,7 @@ impl From<StoreError> for ApiError {
                 code: None,
             },
             StoreError::Invalid(problem) => Self::InvalidBody(vec![problem]),
+            StoreError::TokenRefused(state) => Self::Unauthenticated(state.refusal().into()),
             StoreError::Forbidden(message) => Self::Forbidden(message),
             StoreError::PreconditionFailed => Self::PreconditionFailed,
             StoreError::IdempotencyKeyReused => Self::Conflict {

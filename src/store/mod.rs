@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::clock::Clock;
 use crate::domain::FieldError;
+use crate::domain::access::TokenState;
 use crate::domain::api_token::{ApiToken, TokenRecord};
 use crate::domain::directory::{
     Organization, OrganizationObject, OrganizationType, User, UserWithRoles,
@@ -205,6 +206,10 @@ pub enum StoreError {
     /// The write names something that does not exist or breaks a rule.
     #[error("{0}")]
     Invalid(FieldError),
+    /// The caller's token no longer authenticates anyone (found by a
+    /// write, which reads its token in its own transaction).
+    #[error("{}", .0.refusal())]
+    TokenRefused(TokenState),
     /// The caller may see the object but not make this change.
     #[error("{0}")]
     Forbidden(String),

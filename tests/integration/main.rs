@@ -29,6 +29,7 @@ mod sqlite {
     mod proxy_settings_writes;
     mod store_contract;
     mod token_writes;
+    mod write_rights;
 }
 
 #[path = "."]
@@ -50,6 +51,7 @@ mod postgres {
     mod proxy_settings_writes;
     mod store_contract;
     mod token_writes;
+    mod write_rights;
 }
 
 // The command line, the server's handling of connections, and what only

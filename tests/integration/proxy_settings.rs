@@ -174,13 +174,7 @@ async fn invisible_and_unknown_projects_take_the_same_time() {
             }
         }
     }
-    let medians: Vec<f64> = ratios
-        .iter_mut()
-        .map(|ratio| {
-            ratio.sort_by(f64::total_cmp);
-            ratio[ratio.len() / 2]
-        })
-        .collect();
+    let medians = medians(ratios);
     // A few percent apart, with room for this shared machine's noise.
     assert!(
         medians.iter().all(|m| (1.0 / 1.08..=1.08).contains(m)),

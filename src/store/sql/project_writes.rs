@@ -5,8 +5,9 @@
 
 use serde_json::{Map, Value};
 
-use super::writes::{self, Change};
+use super::writes::{self, Change, Target};
 use super::{Db, Param, exists, query_opt, to_json, transaction};
+use crate::domain::access::Action;
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::project::Project;
 use crate::domain::time::Timestamp;
@@ -76,15 +77,17 @@ pub(super) async fn create(
     let now = Timestamp::now();
     transaction!(db, begin_write, {
         let organization = &project.organization_id;
+        let target = Target::Organization(organization);
+        writes::authorize(db, request, Action::ChangeProjects, target, now).await?;
         let number = writes::lock_organization(db, organization)
             .await?
             .ok_or_else(no_organization)?;
         // After the lock: a request with the same key that held it has
-        // committed its answer by now.
-        if let Some(answer) = writes::replay(db, request, now).await? {
+        // committed its answer by now. The path names no object: the
+        // organization is in the body, which the key's digest covers.
+        if let Some(answer) = writes::replay(db, request, "", now).await? {
             return Ok(answer);
         }
-        writes::require_project_writer(db, request, organization, no_organization).await?;
         refuse_taken_slug(db, project).await?;
         let mut project = project.clone();
         project.created_at = Some(now);
@@ -117,7 +120,7 @@ pub(super) async fn create(
             },
         )
         .await?;
-        writes::keep_answer(db, request, &answer, now).await?;
+        writes::keep_answer(db, request, "", &answer, now).await?;
         Ok(answer)
     })
 }
@@ -129,7 +132,7 @@ pub(super) async fn update(
     let (request, id, members) = input;
     let now = Timestamp::now();
     transaction!(db, begin_write, {
-        let (mut project, version) = locked_project(db, request, id).await?;
+        let (mut project, version) = locked_project(db, request, id, now).await?;
         let slug_before = project.slug.clone();
         project.apply(members).map_err(StoreError::Invalid)?;
         if let Some(problem) = project.problems().into_iter().next() {
@@ -172,7 +175,7 @@ pub(super) async fn delete(
     let (request, id) = input;
     let now = Timestamp::now();
     transaction!(db, begin_write, {
-        let (_, version) = locked_project(db, request, id).await?;
+        let (_, version) = locked_project(db, request, id, now).await?;
         let changed = db
             .execute(
                 "UPDATE projects SET deleted_at = ?2, version = version + 1
@@ -194,14 +197,15 @@ pub(super) async fn delete(
 }
 
 /// The project a write changes, with its version, read after its
-/// organization's lock is taken; the caller's role and `If-Match` are
+/// organization's lock is taken; the caller's rights and `If-Match` are
 /// checked on it.
 async fn locked_project(
     db: &mut dyn Db,
     request: &WriteRequest,
     id: &str,
+    now: Timestamp,
 ) -> Result<(Project, i64), StoreError> {
-    let organization = lock_writable_project(db, request, id).await?;
+    let organization = lock_writable_project(db, request, id, now).await?;
     // Read again under the lock: a write that was under way is done now.
     let (body, version) = query_opt(
         db,
@@ -219,23 +223,20 @@ async fn locked_project(
 }
 
 /// Takes the lock of the organization of a project the caller may change
-/// (its own, or its proxy settings) and answers that organization: 404
-/// for a project unknown or invisible to the caller, 403 for a member.
+/// (its own, or its proxy settings) and answers that organization: 401
+/// for a token no longer good, 404 for a project unknown or invisible to
+/// the caller, 403 for a member ([`writes::authorize`]).
 pub(super) async fn lock_writable_project(
     db: &mut dyn Db,
     request: &WriteRequest,
     id: &str,
+    now: Timestamp,
 ) -> Result<String, StoreError> {
-    let organization = query_opt(
-        db,
-        "SELECT organization_id FROM projects WHERE id = ?1 AND deleted_at IS NULL",
-        &[Param::Text(id)],
-        |row| row.text(0),
-    )
-    .await?
-    .ok_or_else(no_project)?;
+    let target = Target::Project(id);
+    let organization = writes::authorize(db, request, Action::ChangeProjects, target, now)
+        .await?
+        .ok_or_else(no_project)?;
     writes::lock_organization(db, &organization).await?;
-    writes::require_project_writer(db, request, &organization, no_project).await?;
     Ok(organization)
 }
 

@@ -39,10 +39,10 @@ pub(super) async fn create(
     let (request, project_id, settings) = input;
     let now = Timestamp::now();
     transaction!(db, begin_write, {
-        lock_writable_project(db, request, project_id).await?;
+        lock_writable_project(db, request, project_id, now).await?;
         // After the lock: a request with the same key that held it has
         // committed its answer by now.
-        if let Some(answer) = writes::replay(db, request, now).await? {
+        if let Some(answer) = writes::replay(db, request, project_id, now).await? {
             return Ok(answer);
         }
         let highest = query_opt(
@@ -89,7 +89,7 @@ pub(super) async fn create(
             },
         )
         .await?;
-        writes::keep_answer(db, request, &answer, now).await?;
+        writes::keep_answer(db, request, project_id, &answer, now).await?;
         Ok(answer)
     })
 }
@@ -101,7 +101,7 @@ pub(super) async fn update(
     let (request, project_id, revision, change) = input;
     let now = Timestamp::now();
     transaction!(db, begin_write, {
-        lock_writable_project(db, request, project_id).await?;
+        lock_writable_project(db, request, project_id, now).await?;
         let (mut settings, version) = stored(db, project_id, *revision)
             .await?
             .ok_or_else(no_revision)?;

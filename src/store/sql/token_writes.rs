@@ -9,8 +9,9 @@
 
 use super::admin::insert_token;
 use super::listings::{api_token, token_columns};
-use super::writes::{self, Change};
+use super::writes::{self, Change, Target};
 use super::{Db, Param, query_opt, to_json, transaction};
+use crate::domain::access::Action;
 use crate::domain::api_token::ApiToken;
 use crate::domain::time::Timestamp;
 use crate::store::writes::{ObjectAnswer, WriteRequest};
@@ -60,6 +61,17 @@ async fn own_token(db: &mut dyn Db, user_id: &str, id: &str) -> Result<ApiToken,
     .ok_or_else(no_token)
 }
 
+/// The caller's token is still good ([`writes::authorize`]): any role
+/// changes its own tokens.
+async fn authorize(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    writes::authorize(db, request, Action::ChangeOwnTokens, Target::OwnTokens, now).await?;
+    Ok(())
+}
+
 pub(super) async fn get(db: &mut dyn Db, read: &TokenRead) -> Result<ObjectAnswer, StoreError> {
     let token = own_token(db, &read.user_id, &read.id).await?;
     answer(&token)
@@ -71,6 +83,7 @@ pub(super) async fn create(
 ) -> Result<ObjectAnswer, StoreError> {
     let (request, token) = input;
     transaction!(db, begin_write, {
+        authorize(db, request, token.created_at).await?;
         let stored = insert_token(db, token).await?;
         let answer = answer(&stored)?;
         writes::record(
@@ -96,6 +109,7 @@ pub(super) async fn delete(
     let (request, id) = input;
     let user_id = &request.actor.user_id;
     transaction!(db, begin_write, {
+        authorize(db, request, Timestamp::now()).await?;
         let token = own_token(db, user_id, id).await?;
         let before = version_of(&token);
         // Forward, even when the clock is not.

@@ -3,7 +3,9 @@
 //! in an organization, `If-Match` against an object's version, the replay
 //! and keeping of `Idempotency-Key` answers, and the audit record.
 
+use super::listings::timestamp_opt;
 use super::{Db, Param, query_all, query_opt};
+use crate::domain::access::{self, Action, Facts, Refusal, TokenState};
 use crate::domain::directory::Role;
 use crate::domain::time::Timestamp;
 use crate::store::StoreError;
@@ -43,37 +45,99 @@ pub(super) async fn lock_organization(
     .await
 }
 
-/// The caller's role in an organization, read in the write's transaction.
-pub(super) async fn role_in(
-    db: &mut dyn Db,
-    user_id: &str,
-    organization_id: &str,
-) -> Result<Option<Role>, StoreError> {
-    query_opt(
-        db,
-        "SELECT role FROM memberships WHERE user_id = ?1 AND organization_id = ?2",
-        &[Param::Text(user_id), Param::Text(organization_id)],
-        |row| {
-            Role::parse(row.str(0)?)
-                .ok_or_else(|| StoreError::Internal("a membership has an unknown role".into()))
-        },
-    )
-    .await
+/// What a write acts on, as its caller's facts are read.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Target<'a> {
+    /// A project (by id) of some organization: updateProject,
+    /// deleteProject, a project's proxy settings.
+    Project(&'a str),
+    /// An organization (by id): createProject.
+    Organization(&'a str),
+    /// The caller's own tokens.
+    OwnTokens,
 }
 
-/// The caller may change the organization's projects and proxy settings:
-/// a non-member learns nothing (`not_found` names what it asked for), a
-/// member is refused.
-pub(super) async fn require_project_writer(
+impl Target<'_> {
+    /// What the caller is told it could not find.
+    fn not_found(self) -> StoreError {
+        let kind = match self {
+            Self::Project(_) => "project",
+            Self::Organization(_) => "organization",
+            Self::OwnTokens => "api token",
+        };
+        StoreError::NotFound {
+            kind,
+            id: String::new(),
+        }
+    }
+}
+
+/// The caller's token and its role in the target's organization, in one
+/// statement. The columns: revoked, expires_at, the target's organization
+/// (when the caller is a member there, or the target is a project),
+/// the role.
+const CALLER_AND_PROJECT: &str = "SELECT t.revoked_at IS NOT NULL, t.expires_at,
+        p.organization_id, m.role
+   FROM api_tokens t
+   LEFT JOIN projects p ON p.id = ?2 AND p.deleted_at IS NULL
+   LEFT JOIN memberships m ON m.organization_id = p.organization_id AND m.user_id = t.user_id
+  WHERE t.id = ?1";
+const CALLER_IN_ORGANIZATION: &str = "SELECT t.revoked_at IS NOT NULL, t.expires_at,
+        m.organization_id, m.role
+   FROM api_tokens t
+   LEFT JOIN memberships m ON m.organization_id = ?2 AND m.user_id = t.user_id
+  WHERE t.id = ?1";
+const CALLER: &str = "SELECT t.revoked_at IS NOT NULL, t.expires_at,
+        CAST(NULL AS TEXT), CAST(NULL AS TEXT)
+   FROM api_tokens t
+  WHERE t.id = ?1";
+
+/// Decides whether the write's caller may do `action` to `target`
+/// ([`access::decide`]), from facts read in the write's transaction: the
+/// token as stored now (a token revoked a moment ago writes nothing, on
+/// any instance, whatever the token cache holds) and the caller's role in
+/// the target's organization. Answers that organization, for the lock.
+///
+/// A target that does not exist and one the caller cannot see cost the
+/// same one statement and are refused alike, before any lock is taken:
+/// the time of a refusal does not tell them apart.
+pub(super) async fn authorize(
     db: &mut dyn Db,
     request: &WriteRequest,
-    organization_id: &str,
-    not_found: impl FnOnce() -> StoreError,
-) -> Result<(), StoreError> {
-    match role_in(db, &request.actor.user_id, organization_id).await? {
-        None => Err(not_found()),
-        Some(role) if role.may_write_projects() => Ok(()),
-        Some(role) => Err(StoreError::Forbidden(format!(
+    action: Action,
+    target: Target<'_>,
+    now: Timestamp,
+) -> Result<Option<String>, StoreError> {
+    let token = Param::Text(&request.actor.token_id);
+    let (sql, id) = match target {
+        Target::Project(id) => (CALLER_AND_PROJECT, Some(id)),
+        Target::Organization(id) => (CALLER_IN_ORGANIZATION, Some(id)),
+        Target::OwnTokens => (CALLER, None),
+    };
+    let params: &[Param] = match &id {
+        Some(id) => &[token, Param::Text(id)],
+        None => &[token],
+    };
+    let found = query_opt(db, sql, params, |row| {
+        let revoked = row.boolean(0)?;
+        let expires_at = timestamp_opt(row, 1)?;
+        let organization = (!row.is_null(2)?).then(|| row.text(2)).transpose()?;
+        let role =
+            match row.is_null(3)? {
+                true => None,
+                false => Some(Role::parse(row.str(3)?).ok_or_else(|| {
+                    StoreError::Internal("a membership has an unknown role".into())
+                })?),
+            };
+        Ok((TokenState::at(revoked, expires_at, now), organization, role))
+    })
+    .await?;
+    let (token, organization, role) = found.unwrap_or((TokenState::Unknown, None, None));
+    match access::decide(action, Facts { token, role }) {
+        Ok(()) => Ok(organization),
+        Err(Refusal::Token(state)) => Err(StoreError::TokenRefused(state)),
+        Err(Refusal::NotFound) => Err(target.not_found()),
+        Err(Refusal::Forbidden(role)) => Err(StoreError::Forbidden(format!(
             "the {} role may not change the organization's projects",
             role.as_str()
         ))),
@@ -89,11 +153,16 @@ pub(super) fn check_if_match(request: &WriteRequest, version: i64) -> Result<(),
 }
 
 /// The kept answer of the request's idempotency key, if it has one: the
-/// same body gets it again; another body is refused. Expired keys are
-/// removed here, a bounded number at a time.
+/// same body gets it again; another body is refused. A key is kept for
+/// its user, operation and `target` (the object of the request's path,
+/// empty when the path names none): the same key sent to another project
+/// is a request of its own. Run after [`authorize`]: a caller who may no
+/// longer make the request gets its refusal, not the kept answer. Expired
+/// keys are removed here, a bounded number at a time.
 pub(super) async fn replay(
     db: &mut dyn Db,
     request: &WriteRequest,
+    target: &str,
     now: Timestamp,
 ) -> Result<Option<ObjectAnswer>, StoreError> {
     let Some(idempotency) = &request.idempotency else {
@@ -101,8 +170,8 @@ pub(super) async fn replay(
     };
     let oldest = now.as_millis() - IDEMPOTENCY_WINDOW_MILLIS;
     db.execute(
-        "DELETE FROM idempotency_keys WHERE (user_id, operation, key) IN
-           (SELECT user_id, operation, key FROM idempotency_keys
+        "DELETE FROM idempotency_keys WHERE (user_id, operation, target, key) IN
+           (SELECT user_id, operation, target, key FROM idempotency_keys
              WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
         &[Param::Int(oldest), Param::Int(EXPIRED_KEYS_PER_WRITE)],
     )
@@ -110,10 +179,12 @@ pub(super) async fn replay(
     let kept = query_opt(
         db,
         "SELECT digest, answer, version FROM idempotency_keys
-          WHERE user_id = ?1 AND operation = ?2 AND key = ?3 AND created_at >= ?4",
+          WHERE user_id = ?1 AND operation = ?2 AND target = ?3 AND key = ?4
+            AND created_at >= ?5",
         &[
             Param::Text(&request.actor.user_id),
             Param::Text(request.operation),
+            Param::Text(target),
             Param::Text(&idempotency.key),
             Param::Int(oldest),
         ],
@@ -130,36 +201,42 @@ pub(super) async fn replay(
     }
 }
 
-/// Keeps a 200 answer for the request's idempotency key, if any. A key
-/// kept meanwhile by a concurrent request with the same key makes the
-/// write [`StoreError::Retry`]: tried again, it replays that answer.
+/// Keeps a 200 answer for the request's idempotency key on `target`, if
+/// any. A key kept meanwhile by a concurrent request with the same key
+/// makes the write [`StoreError::Retry`]: tried again, it replays that
+/// answer.
 pub(super) async fn keep_answer(
     db: &mut dyn Db,
     request: &WriteRequest,
+    target: &str,
     answer: &ObjectAnswer,
     now: Timestamp,
 ) -> Result<(), StoreError> {
     let Some(idempotency) = &request.idempotency else {
         return Ok(());
     };
+    let scope = [
+        Param::Text(&request.actor.user_id),
+        Param::Text(request.operation),
+        Param::Text(target),
+        Param::Text(&idempotency.key),
+    ];
     // An expired row the clean-up has not reached yet is replaced.
     db.execute(
-        "DELETE FROM idempotency_keys WHERE user_id = ?1 AND operation = ?2 AND key = ?3",
-        &[
-            Param::Text(&request.actor.user_id),
-            Param::Text(request.operation),
-            Param::Text(&idempotency.key),
-        ],
+        "DELETE FROM idempotency_keys
+          WHERE user_id = ?1 AND operation = ?2 AND target = ?3 AND key = ?4",
+        &scope,
     )
     .await?;
     db.execute(
         "INSERT INTO idempotency_keys
-           (user_id, operation, key, digest, status, answer, version, created_at)
-         VALUES (?1, ?2, ?3, ?4, 200, ?5, ?6, ?7)",
+           (user_id, operation, target, key, digest, status, answer, version, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 200, ?6, ?7, ?8)",
         &[
-            Param::Text(&request.actor.user_id),
-            Param::Text(request.operation),
-            Param::Text(&idempotency.key),
+            scope[0],
+            scope[1],
+            scope[2],
+            scope[3],
             Param::Text(&idempotency.digest),
             Param::Text(&answer.body),
             Param::Int(answer.version),

@@ -663,4 +663,43 @@ mod tests {
         let ids: Vec<String> = stored(&path).into_iter().map(|(id, _)| id).collect();
         assert_eq!(ids, ["p1", "p3", "p5", "p0", "p2", "p4"]);
     }
+
+    /// V9 keeps every idempotency key of the store it upgrades, with an
+    /// empty target: a createProject key made before goes on replaying.
+    #[test]
+    fn the_upgrade_keeps_idempotency_keys_with_an_empty_target() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("store.db");
+        let mut old = Connection::open(&path).unwrap();
+        embedded::migrations::runner()
+            .set_target(refinery::Target::Version(8))
+            .run(&mut old)
+            .unwrap();
+        old.execute(
+            "INSERT INTO idempotency_keys
+               (user_id, operation, key, digest, status, answer, version, created_at)
+             VALUES ('u1', 'createProject', 'k', 'd', 200, '{}', 1, 5)",
+            [],
+        )
+        .unwrap();
+        drop(old);
+        SqliteDriver::open(&path, &StoreOptions::default()).unwrap();
+        let kept: (String, String, String, String) = Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT user_id, operation, target, key FROM idempotency_keys",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            kept,
+            (
+                "u1".into(),
+                "createProject".into(),
+                String::new(),
+                "k".into()
+            )
+        );
+    }
 }

@@ -180,3 +180,16 @@ pub async fn first_page_of(
         .await?;
     Ok(String::from_utf8(page.joined.to_vec()).expect("stored JSON is UTF-8"))
 }
+
+/// The median of each list of per-round ratios (the timing tests': a
+/// round's requests share whatever load the machine has then, and the
+/// ratio cancels it).
+pub fn medians(mut ratios: Vec<Vec<f64>>) -> Vec<f64> {
+    ratios
+        .iter_mut()
+        .map(|ratio| {
+            ratio.sort_by(f64::total_cmp);
+            ratio[ratio.len() / 2]
+        })
+        .collect()
+}
