@@ -375,8 +375,9 @@ impl ConnectionGauges {
 }
 
 /// Standard methods by name; any other (clients may send any token) as one
-/// value, so that the label stays bounded.
-fn method_label(method: &Method) -> &'static str {
+/// value, so that the label stays bounded. The request log shows the same:
+/// any other method is a value the client chose.
+pub(crate) fn method_label(method: &Method) -> &'static str {
     match method.as_str() {
         "GET" => "GET",
         "HEAD" => "HEAD",

@@ -8,6 +8,8 @@
 //! mistyped token without a store look-up. Only the SHA-256 digest is
 //! stored.
 
+use std::borrow::Cow;
+
 use rand::distr::{Alphanumeric, SampleString};
 use sha2::{Digest, Sha256};
 
@@ -60,6 +62,36 @@ pub fn hint(token: &str) -> String {
         .get(token.len().saturating_sub(4)..)
         .unwrap_or_default();
     format!("{TOKEN_PREFIX}****{tail}")
+}
+
+/// What [`redact`] puts where a token was.
+pub const REDACTED: &str = "pxd_…(redacted)";
+
+/// Whether `text` holds the prefix: the request values that may be kept
+/// or repeated (`X-Request-Id`, `Idempotency-Key`) are refused on it, the
+/// checksum unchecked, since a token with a typo is still almost all of
+/// its secret.
+pub fn may_hold_a_token(text: &[u8]) -> bool {
+    memchr::memmem::find(text, TOKEN_PREFIX.as_bytes()).is_some()
+}
+
+/// `text` with each run of the prefix and the base62 characters after it
+/// (a token, whole, cut short or mistyped) replaced by [`REDACTED`].
+pub fn redact(text: &str) -> Cow<'_, str> {
+    if !may_hold_a_token(text.as_bytes()) {
+        return Cow::Borrowed(text);
+    }
+    let mut redacted = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(TOKEN_PREFIX) {
+        let after = &rest[at + TOKEN_PREFIX.len()..];
+        let secret = after.bytes().take_while(u8::is_ascii_alphanumeric).count();
+        redacted.push_str(&rest[..at]);
+        redacted.push_str(if secret == 0 { TOKEN_PREFIX } else { REDACTED });
+        rest = &after[secret..];
+    }
+    redacted.push_str(rest);
+    Cow::Owned(redacted)
 }
 
 fn checksum(body: &str) -> [u8; CHECKSUM_LEN] {
@@ -115,6 +147,19 @@ mod tests {
         let hint = hint(&token);
         assert_eq!(hint, format!("pxd_****{}", &token[TOKEN_LEN - 4..]));
         assert!(!hint.contains(&token[TOKEN_PREFIX.len()..TOKEN_LEN - 4]));
+    }
+
+    #[test]
+    fn redaction_replaces_every_run_after_the_prefix() {
+        let token = generate();
+        let text = format!("{token} is not a member; x.{}[0]: pxd_ pxd_-", &token[..20]);
+        assert_eq!(
+            redact(&text),
+            format!("{REDACTED} is not a member; x.{REDACTED}[0]: pxd_ pxd_-")
+        );
+        assert!(matches!(redact("no token here"), Cow::Borrowed(_)));
+        assert_eq!(redact(REDACTED), REDACTED);
+        assert!(may_hold_a_token(token.as_bytes()) && !may_hold_a_token(b"pxd-1"));
     }
 
     #[test]

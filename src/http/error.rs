@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::observe::current_request_id;
 use crate::auth::AuthError;
+use crate::domain::token;
 use crate::store::StoreError;
 
 #[derive(Debug)]
@@ -227,7 +228,10 @@ impl ApiError {
                 },
             },
         };
-        serde_json::to_vec(&body).expect("an error body serializes")
+        let text = serde_json::to_string(&body).expect("an error body serializes");
+        // Member and parameter names, and any value an error repeats, are
+        // the caller's: a token sent there by mistake is not sent back.
+        token::redact(&text).into_owned().into_bytes()
     }
 }
 

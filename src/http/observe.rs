@@ -20,7 +20,7 @@ use tracing::Level;
 
 use super::operations;
 use crate::auth::Principal;
-use crate::domain::token::TOKEN_PREFIX;
+use crate::domain::token;
 use crate::metrics;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -78,12 +78,13 @@ pub(super) async fn observe(mut request: Request, next: Next) -> Response {
     let status = response.status();
     metrics::request_answered(route, &method, status, took);
     // Neither headers nor the query string are logged: they may carry a
-    // token. The token's id is not secret: listings show it.
+    // token. The token's id is not secret: listings show it. A method
+    // other than the standard ones is `other`: the client chose it.
     macro_rules! request_line {
         ($level:expr) => {
             tracing::event!(
                 $level,
-                %method,
+                method = %metrics::method_label(&method),
                 route = route.unwrap_or(metrics::UNMATCHED_ROUTE),
                 status = status.as_u16(),
                 latency_us = took.as_micros() as u64,
@@ -117,9 +118,7 @@ fn request_id(headers: &HeaderMap) -> HeaderValue {
 fn is_acceptable_request_id(id: &[u8]) -> bool {
     (1..=MAX_REQUEST_ID_LEN).contains(&id.len())
         && id.iter().all(u8::is_ascii_graphic)
-        && !id
-            .windows(TOKEN_PREFIX.len())
-            .any(|w| w == TOKEN_PREFIX.as_bytes())
+        && !token::may_hold_a_token(id)
 }
 
 /// A UUIDv7 (time-ordered, so ids sort by arrival), from the thread's

@@ -11,6 +11,7 @@ use axum::response::Response;
 use super::caller::Caller;
 use super::error::ApiError;
 use super::observe::current_request_id;
+use crate::domain::token;
 use crate::store::writes::{Actor, IdempotencyKey, IfMatch, ObjectAnswer, WriteRequest};
 
 const API_VERSION: &str = "api-version";
@@ -40,22 +41,33 @@ impl<S: Send + Sync> FromRequestParts<S> for OperationHeaders {
             .next()
             .map(|_| if_match(headers));
         let idempotency_key = only(headers, IDEMPOTENCY_KEY)?
-            .map(|value| {
-                let key = value.as_bytes();
-                if (1..=255).contains(&key.len()) && key.iter().all(|b| (0x20..0x7f).contains(b)) {
-                    Ok(String::from_utf8_lossy(key).into_owned())
-                } else {
-                    Err(header_problem(
-                        "Idempotency-Key",
-                        "must be 1 to 255 printable ASCII characters",
-                    ))
-                }
-            })
+            .map(idempotency_key)
             .transpose()?;
         Ok(Self {
             if_match,
             idempotency_key,
         })
+    }
+}
+
+/// An `Idempotency-Key` fit to be stored (for a day): 1 to 255 printable
+/// ASCII characters, without an API token's prefix (a token sent there by
+/// mistake is refused, not kept).
+fn idempotency_key(value: &HeaderValue) -> Result<String, ApiError> {
+    let key = value.as_bytes();
+    if token::may_hold_a_token(key) {
+        return Err(header_problem(
+            "Idempotency-Key",
+            "must not hold an API token (it holds its prefix)",
+        ));
+    }
+    if (1..=255).contains(&key.len()) && key.iter().all(|b| (0x20..0x7f).contains(b)) {
+        Ok(String::from_utf8_lossy(key).into_owned())
+    } else {
+        Err(header_problem(
+            "Idempotency-Key",
+            "must be 1 to 255 printable ASCII characters",
+        ))
     }
 }
 

@@ -12,11 +12,18 @@
 //! collector drains; the lines of a couple of milliseconds go out in one
 //! write. Other commands write their few lines themselves, in order with
 //! the rest of what they print.
+//!
+//! Whatever the level, the database drivers' own lines below `info` are
+//! never logged ([`never_below_info`]): they tell each statement with its
+//! parameters, which are request values.
 
 pub mod batches;
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// What a server logs by default: a line per request at `info`.
 pub const SERVING: &str = "info,refinery_core=warn";
@@ -111,17 +118,43 @@ impl Logging {
         let installed = match self.format {
             LogFormat::Text => builder
                 .with_ansi(colour(std::io::IsTerminal::is_terminal(&std::io::stderr())))
+                .finish()
+                .with(never_below_info())
                 .try_init(),
             LogFormat::Json => builder
                 .json()
                 .flatten_event(true)
                 .with_current_span(false)
                 .with_span_list(false)
+                .finish()
+                .with(never_below_info())
                 .try_init(),
         };
         installed.map_err(|error| format!("cannot set up logging: {error}"))?;
         Ok(LogGuard { _writer: guard })
     }
+}
+
+/// The targets whose lines below `info` are dropped, whatever the level
+/// asked for: a filter of its own beside the `EnvFilter`, so neither
+/// `--log-level` nor any `RUST_LOG` (`tokio_postgres::query=trace`
+/// included) can lift it. `tokio_postgres` logs through the `log` crate,
+/// which reaches these filters through `tracing-log`: at `debug` every
+/// statement with its parameters (bodies' members, path ids, `start_key`,
+/// `name`, `Idempotency-Key`) and its SQL text. Its `info` lines are the
+/// server's notices. The others log no request value today: rusqlite
+/// logs nothing without its `trace` feature, hyper no header without its
+/// unstable `tracing`, axum its rejections (which quote the input) only
+/// with its `tracing` feature, all off here; they are listed all the
+/// same, so that turning such a feature on cannot log request values. A
+/// target is a prefix: `hyper` covers `hyper_util` too.
+fn never_below_info() -> Targets {
+    Targets::new()
+        .with_default(LevelFilter::TRACE)
+        .with_targets(
+            ["tokio_postgres", "rusqlite", "hyper", "axum::rejection"]
+                .map(|target| (target, LevelFilter::INFO)),
+        )
 }
 
 /// Whether to colour what goes to a stream: only when it is a terminal,

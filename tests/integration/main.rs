@@ -27,6 +27,7 @@ mod sqlite {
     mod projects;
     mod proxy_settings;
     mod proxy_settings_writes;
+    mod request_values;
     mod store_contract;
     mod token_writes;
     mod write_rights;
@@ -49,6 +50,7 @@ mod postgres {
     mod projects;
     mod proxy_settings;
     mod proxy_settings_writes;
+    mod request_values;
     mod store_contract;
     mod token_writes;
     mod write_rights;

@@ -128,6 +128,18 @@ impl TestStore {
             DatabaseUrl::Postgres(url) => postgres_admin(url, sql),
         }
     }
+
+    /// The number `sql` (one row, one integer column) answers, read beside
+    /// the service.
+    pub fn count(&self, sql: &str) -> i64 {
+        match &self.url {
+            DatabaseUrl::Sqlite(path) => rusqlite::Connection::open(path)
+                .expect("the file opens")
+                .query_row(sql, [], |row| row.get(0))
+                .expect("the query runs"),
+            DatabaseUrl::Postgres(url) => postgres_count(url, sql),
+        }
+    }
 }
 
 pub async fn mint(
