@@ -1,0 +1,159 @@
+//! Real answers of the token and proxy-settings operations, successes and
+//! errors, against the document.
+
+use crate::openapi_contract::escape;
+
+use super::*;
+
+/// Real answers of createApiToken, getApiToken, deleteApiToken,
+/// createProjectProxySettings and updateProjectProxySettings, successes
+/// and errors, validate against what the document says of each, headers
+/// included.
+#[tokio::test]
+async fn token_and_proxy_settings_answers_validate() {
+    let contract = contract();
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.seed(vec![
+        org(1),
+        user("u1", &[1]),
+        user("u2", &[1]),
+        project("p1", 1, 0),
+    ])
+    .await;
+    app.data
+        .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'u2'");
+    let token = app.token("u1").await;
+    let member = app.token("u2").await;
+    let revision = json!({"description": "d",
+        "backends": [{"name": "a", "address": "a.example:443", "default": true}],
+        "routes": [{"path": "/", "backend_name": "a", "rank": "1"}]});
+    let shapes = std::cell::RefCell::new(Shapes::default());
+    let check = |method: &str, path: &str, status: u16, answer: (u16, Value, Option<String>)| {
+        let operation = format!("/paths/{}/{method}", escape(path));
+        let what = format!("{status} {method} {path}");
+        assert_eq!(answer.0, status, "{what}: {}", answer.1);
+        let documented = contract
+            .response(&operation, status)
+            .unwrap_or_else(|| panic!("{what} is not documented"));
+        let schema = contract.json_schema_of(&documented);
+        contract.assert_valid(&schema, &answer.1, &what);
+        shapes.borrow_mut().record(&contract, &schema, &answer.1);
+        if status == 200 {
+            let tag = answer.2.expect("an ETag");
+            contract.assert_header_valid(&format!("{documented}/headers/ETag"), &tag, &what);
+        }
+    };
+    let tokens = "/v1/api_tokens";
+    let one_token = "/v1/api_tokens/{id}";
+    let settings = "/v1/projects/{id}/proxy-settings";
+    let one_revision = "/v1/projects/{id}/proxy-settings/{revision}";
+    let created = send(
+        &app,
+        Method::POST,
+        tokens,
+        &token,
+        &[],
+        Some(&json!({"name": "n"})),
+    )
+    .await;
+    let id = created.1["id"].as_str().unwrap().to_owned();
+    check("post", tokens, 200, created);
+    let bad = send(&app, Method::POST, tokens, &token, &[], Some(&json!({}))).await;
+    check("post", tokens, 400, bad);
+    let path = format!("/v1/api_tokens/{id}");
+    check(
+        "get",
+        one_token,
+        200,
+        send(&app, Method::GET, &path, &token, &[], None).await,
+    );
+    check(
+        "get",
+        one_token,
+        404,
+        send(&app, Method::GET, &path, &member, &[], None).await,
+    );
+    check(
+        "delete",
+        one_token,
+        200,
+        send(&app, Method::DELETE, &path, &token, &[], None).await,
+    );
+    check(
+        "delete",
+        one_token,
+        404,
+        send(&app, Method::DELETE, &path, &token, &[], None).await,
+    );
+    let path = "/v1/projects/p1/proxy-settings";
+    check(
+        "post",
+        settings,
+        200,
+        send(&app, Method::POST, path, &token, &[], Some(&revision)).await,
+    );
+    check(
+        "post",
+        settings,
+        403,
+        send(&app, Method::POST, path, &member, &[], Some(&revision)).await,
+    );
+    check(
+        "post",
+        settings,
+        400,
+        send(&app, Method::POST, path, &token, &[], Some(&json!({}))).await,
+    );
+    let unknown = "/v1/projects/nope/proxy-settings";
+    check(
+        "post",
+        settings,
+        404,
+        send(&app, Method::POST, unknown, &token, &[], Some(&revision)).await,
+    );
+    let active = json!({"is_active": true});
+    let path = "/v1/projects/p1/proxy-settings/1";
+    check(
+        "post",
+        one_revision,
+        200,
+        send(&app, Method::POST, path, &token, &[], Some(&active)).await,
+    );
+    let stale = [("if-match", "\"v1\"")];
+    check(
+        "post",
+        one_revision,
+        412,
+        send(&app, Method::POST, path, &token, &stale, Some(&active)).await,
+    );
+    check(
+        "post",
+        one_revision,
+        403,
+        send(&app, Method::POST, path, &member, &[], Some(&active)).await,
+    );
+    let path = "/v1/projects/p1/proxy-settings/x";
+    check(
+        "post",
+        one_revision,
+        400,
+        send(&app, Method::POST, path, &token, &[], Some(&active)).await,
+    );
+    let path = "/v1/projects/p1/proxy-settings/9";
+    check(
+        "post",
+        one_revision,
+        404,
+        send(&app, Method::POST, path, &token, &[], Some(&active)).await,
+    );
+    let shapes = shapes.into_inner();
+    for reached in [
+        "CreatedApiToken",
+        "DeletedApiToken",
+        "ApiToken",
+        "ProxySettings",
+    ] {
+        let pointer = format!("/components/schemas/{reached}");
+        assert!(shapes.objects().contains(pointer.as_str()), "{reached}");
+    }
+}
