@@ -23,7 +23,7 @@
 //!     bench_store write --database URL --meta meta.json --rate 50 [--seed N]
 //!
 //! Each write is one of: a random project imported again with a new
-//! description (`Store::import`, as `admin import` does; about half the
+//! description (`operator::import::Import`, as `admin import` does; about half the
 //! writes), a token created for a random user (about 3 in 10; named
 //! `writer`), or a token revoked (about 2 in 10; always one this writer
 //! created, never one of `mint`'s). A failed write is counted and the
@@ -42,6 +42,8 @@ use anyhow::{Context, bail};
 use bench_data::{Random, project};
 use futures_util::StreamExt;
 use proxydeck::domain::import::{ImportBatch, ImportError, parse_line};
+use proxydeck::store::operator::directory::{CreateToken, RevokeToken};
+use proxydeck::store::operator::import::Import;
 use proxydeck::store::{self, DatabaseUrl, NewToken, Store, StoreOptions};
 use tokio::sync::{mpsc, oneshot};
 
@@ -136,11 +138,11 @@ async fn main() -> anyhow::Result<()> {
     };
     match mode.as_str() {
         "mint" => {
-            let store = store::open(&url, &options).await?;
+            let store = Arc::new(store::open(&url, &options).await?);
             mint(store, &meta, &args).await
         }
         "write" => {
-            let store = store::open(&url, &options).await?;
+            let store = Arc::new(store::open(&url, &options).await?);
             write(store, &meta, &args).await
         }
         _ => bail!("{USAGE}"),
@@ -148,7 +150,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// Makes every user's tokens and prints them as TSV, in meta.json's order.
-async fn mint(store: Arc<dyn Store>, meta: &Meta, args: &Args) -> anyhow::Result<()> {
+async fn mint(store: Arc<Store>, meta: &Meta, args: &Args) -> anyhow::Result<()> {
     let mut extra: HashMap<&str, u32> = HashMap::new();
     for (user, count) in &args.extra {
         if !meta.users.iter().any(|(id, _)| id == user) {
@@ -172,7 +174,7 @@ async fn mint(store: Arc<dyn Store>, meta: &Meta, args: &Args) -> anyhow::Result
             async move {
                 let (token, secret) = NewToken::mint(user.clone(), name, None);
                 let stored = store
-                    .create_token(token)
+                    .run(CreateToken(token))
                     .await
                     .with_context(|| format!("cannot create a token for {user}"))?;
                 anyhow::Ok((user, stored.id, secret))
@@ -209,7 +211,7 @@ struct Writes {
 }
 
 /// Writes at about `args.rate` a second until told to stop.
-async fn write(store: Arc<dyn Store>, meta: &Meta, args: &Args) -> anyhow::Result<()> {
+async fn write(store: Arc<Store>, meta: &Meta, args: &Args) -> anyhow::Result<()> {
     let owners = project_owners(meta);
     if owners.is_empty() || meta.users.is_empty() {
         bail!("the meta file names no project or no user");
@@ -240,7 +242,7 @@ async fn write(store: Arc<dyn Store>, meta: &Meta, args: &Args) -> anyhow::Resul
         } else if choice < 8 || mine.is_empty() {
             let (user, _) = &meta.users[random.below(meta.users.len() as u64) as usize];
             let (token, _secret) = NewToken::mint(user.clone(), "writer".into(), None);
-            match store.create_token(token).await {
+            match store.run(CreateToken(token)).await {
                 Ok(token) => {
                     mine.push(token.id);
                     writes.tokens_created += 1;
@@ -250,7 +252,7 @@ async fn write(store: Arc<dyn Store>, meta: &Meta, args: &Args) -> anyhow::Resul
             }
         } else {
             let id = mine.swap_remove(random.below(mine.len() as u64) as usize);
-            match store.revoke_token(&id).await {
+            match store.run(RevokeToken(id.clone())).await {
                 Ok(()) => {
                     writes.tokens_revoked += 1;
                     Ok(())
@@ -289,7 +291,7 @@ fn project_owners(meta: &Meta) -> Vec<u32> {
 /// one import of its own. Its `updated_at` is left to the import (the time
 /// of import, since the description changed).
 async fn import_project(
-    store: &dyn Store,
+    store: &Store,
     i: u64,
     organization: u64,
     description: String,
@@ -301,9 +303,7 @@ async fn import_project(
     let (sender, receiver) = mpsc::channel::<ImportBatch>(1);
     sender.send(vec![Ok((1, record))]).await?;
     drop(sender);
-    store
-        .import(receiver)
-        .await
+    Import::outcome(store.run(Import::new(receiver)).await)
         .with_context(|| format!("importing project {i}"))?;
     Ok(())
 }

@@ -65,7 +65,7 @@ pub struct Service {
 impl Service {
     /// Binds the listener, so that the address is known (and taken) before
     /// the service runs.
-    pub async fn bind(store: Arc<dyn Store>, options: ServiceOptions) -> anyhow::Result<Self> {
+    pub async fn bind(store: Arc<Store>, options: ServiceOptions) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(&options.listen)
             .await
             .with_context(|| format!("cannot listen on {}", options.listen))?;

@@ -19,6 +19,7 @@ use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::domain::token::{self, TokenDigest};
 use crate::metrics;
+use crate::store::api::auth::{FindToken, RecordTokenUses};
 use crate::store::{Store, StoreError, TokenGrant, TokenUse};
 
 #[derive(Clone, Debug)]
@@ -95,7 +96,7 @@ pub enum AuthError {
 type Remembered<T> = moka::sync::Cache<TokenDigest, (T, Instant)>;
 
 pub struct Authenticator {
-    store: Arc<dyn Store>,
+    store: Arc<Store>,
     /// `None` when the token cache is off.
     cache: Option<Remembered<Arc<Principal>>>,
     /// Well-formed tokens the store did not know, for as long as the cache
@@ -111,7 +112,7 @@ pub struct Authenticator {
 }
 
 impl Authenticator {
-    pub fn new(store: Arc<dyn Store>, options: AuthOptions, clock: Clock) -> Self {
+    pub fn new(store: Arc<Store>, options: AuthOptions, clock: Clock) -> Self {
         Self {
             store,
             cache: remembered(&options, 100_000),
@@ -173,7 +174,7 @@ impl Authenticator {
                 }
                 before_lookup()?;
                 metrics::token_cache_miss();
-                let Some(grant) = self.store.find_token(digest).await? else {
+                let Some(grant) = self.store.run(FindToken(digest)).await? else {
                     self.remember(self.misses.as_ref(), digest, ());
                     return Err(AuthError::Refused(TokenState::Unknown));
                 };
@@ -211,7 +212,7 @@ impl Authenticator {
         if uses.is_empty() {
             return Ok(());
         }
-        let result = self.store.record_token_uses(uses.clone()).await;
+        let result = self.store.run(RecordTokenUses(uses.clone())).await;
         if result.is_err() {
             self.usage.restore(uses);
         }

@@ -27,8 +27,6 @@ use ::metrics::{
 use axum::http::{Method, StatusCode};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use crate::store::PoolUse;
-
 pub const HTTP_REQUESTS: &str = "proxydeck_http_requests_total";
 pub const HTTP_DURATION: &str = "proxydeck_http_request_duration_seconds";
 pub const STORE_DURATION: &str = "proxydeck_store_query_duration_seconds";
@@ -214,6 +212,20 @@ fn describe() {
         "profile" => if cfg!(debug_assertions) { "debug" } else { "release" },
     )
     .set(1.0);
+}
+
+/// How one pool of store connections is used at a moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolUse {
+    /// Which pool: `reader` or `writer` on SQLite; `shared` or `exclusive`
+    /// on PostgreSQL.
+    pub pool: &'static str,
+    /// Most connections the pool keeps.
+    pub max_size: usize,
+    pub idle: usize,
+    pub in_use: usize,
+    /// Requests waiting for a connection, when the pool can tell.
+    pub waiting: Option<usize>,
 }
 
 /// The exposition text: the pools' use and the process's figures are read

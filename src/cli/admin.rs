@@ -16,7 +16,11 @@ use crate::domain::directory::{
 };
 use crate::domain::ids;
 use crate::domain::time::Timestamp;
-use crate::store::writes::AuditQuery;
+use crate::store::operator::audit::AuditQuery;
+use crate::store::operator::directory::{
+    CreateOrganization, CreateToken, CreateUser, RemoveProject, RevokeToken,
+};
+use crate::store::operator::export::{AllOrganizations, AllUsers, UserTokens};
 use crate::store::{NewToken, Store};
 
 #[derive(Subcommand, Debug)]
@@ -187,12 +191,12 @@ pub enum ProjectCommand {
     },
 }
 
-pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> anyhow::Result<()> {
+pub async fn run(command: AdminCommand, store: Arc<Store>, out: &Output) -> anyhow::Result<()> {
     match command {
         AdminCommand::Org {
             command: OrgCommand::List,
         } => {
-            let organizations = store.list_organizations().await?;
+            let organizations = store.run(AllOrganizations).await?;
             out.print(&organizations, || {
                 table::render(
                     &["ID", "NAME", "CREATED"],
@@ -205,7 +209,7 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
         AdminCommand::User {
             command: UserCommand::List,
         } => {
-            let users = store.list_users().await?;
+            let users = store.run(AllUsers).await?;
             out.print(&users, || {
                 table::render(
                     &["ID", "EMAIL", "NAME", "ROLES", "CREATED"],
@@ -229,7 +233,7 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
         AdminCommand::Token {
             command: TokenCommand::List { user_id },
         } => {
-            let tokens = store.list_user_tokens(&user_id).await?;
+            let tokens = store.run(UserTokens(user_id.clone())).await?;
             let now = Timestamp::now();
             out.print(&tokens, || {
                 table::render(
@@ -276,7 +280,7 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
                 created_at: None,
             };
             organization.normalize_and_validate()?;
-            let organization = store.create_organization(organization).await?;
+            let organization = store.run(CreateOrganization(organization)).await?;
             out.print(&organization, || {
                 format!(
                     "created organization {} ({})",
@@ -311,7 +315,7 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
                 created_at: None,
             };
             user.normalize_and_validate()?;
-            let user = store.create_user(user).await?;
+            let user = store.run(CreateUser(user)).await?;
             out.print(&user, || {
                 format!("created user {} ({})", user.id, user.email)
             })
@@ -336,7 +340,7 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
                 }
             };
             let (new_token, secret) = NewToken::mint(user_id, name, expires_at);
-            let mut token = store.create_token(new_token).await?;
+            let mut token = store.run(CreateToken(new_token)).await?;
             token.token = secret;
             out.print(&token, || {
                 format!(
@@ -348,7 +352,7 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
         AdminCommand::Token {
             command: TokenCommand::Revoke { token_id },
         } => {
-            store.revoke_token(&token_id).await?;
+            store.run(RevokeToken(token_id.clone())).await?;
             out.print(
                 &serde_json::json!({"id": token_id, "revoked": true}),
                 || format!("revoked API token {token_id}"),
@@ -357,7 +361,7 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
         AdminCommand::Project {
             command: ProjectCommand::Delete { project_id },
         } => {
-            store.delete_project(&project_id).await?;
+            store.run(RemoveProject(project_id.clone())).await?;
             out.print(
                 &serde_json::json!({"id": project_id, "deleted": true}),
                 || format!("deleted project {project_id}"),
@@ -371,7 +375,7 @@ pub async fn run(command: AdminCommand, store: Arc<dyn Store>, out: &Output) -> 
         } => {
             let since = since.map(|text| since_time(&text)).transpose()?;
             let records = store
-                .audit(AuditQuery {
+                .run(AuditQuery {
                     since,
                     user_id: user,
                     object_id: object,

@@ -6,6 +6,7 @@
 
 use anyhow::bail;
 use serde_json::json;
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::Output;
@@ -17,6 +18,8 @@ use crate::domain::import::{ImportBatch, ImportRecord};
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
+use crate::store::operator::directory::CreateToken;
+use crate::store::operator::import::Import;
 use crate::store::{self, DatabaseUrl, NewToken, StoreOptions};
 
 const ACME: &str = "0190b7a4-0000-7000-8000-000000000001";
@@ -43,11 +46,12 @@ pub async fn run(
         .collect();
     sender.send(batch).await?;
     drop(sender);
-    let summary = store.import(receiver).await.map_err(anyhow::Error::msg)?;
+    let summary =
+        Import::outcome(store.run(Import::new(receiver)).await).map_err(anyhow::Error::msg)?;
     let (token, secret) = NewToken::mint(DEMO_USER.into(), "demo".into(), None);
-    store.create_token(token).await?;
+    store.run(CreateToken(token)).await?;
 
-    let service = Service::bind(store, options).await?;
+    let service = Service::bind(Arc::new(store), options).await?;
     let url = format!("http://{}", service.local_addr());
     #[derive(serde::Serialize)]
     struct Started<'a> {

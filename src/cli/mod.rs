@@ -18,6 +18,7 @@ mod writes;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -551,7 +552,7 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
                 ..store_options
             };
             let store = store::open(&database()?, &store_options).await?;
-            let service = Service::bind(store, options).await?;
+            let service = Service::bind(Arc::new(store), options).await?;
             service.run(shutdown).await;
             Ok(())
         }
@@ -570,7 +571,7 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
         }
         Command::Admin { command } => {
             let store = store::open(&database()?, &store_options).await?;
-            admin::run(command, store, &out).await
+            admin::run(command, Arc::new(store), &out).await
         }
         Command::Projects { command } => match command {
             client::ProjectsCommand::Create(args) => writes::project_create(args).await,

@@ -12,18 +12,15 @@ use tokio::sync::mpsc;
 use super::{Output, progress};
 use crate::domain::import::{ObjectCounts, read_records};
 use crate::store::Store;
+use crate::store::operator::export::{CountObjects, Export};
+use crate::store::operator::import::Import;
 
 /// Lines on their way from the store to the file: enough to keep both
 /// sides busy, few enough to keep memory flat.
 const EXPORT_BUFFER_LINES: usize = 512;
 const IO_BUFFER_BYTES: usize = 1 << 16;
 
-pub async fn import(
-    store: &dyn Store,
-    file: &str,
-    quiet: bool,
-    out: &Output,
-) -> anyhow::Result<()> {
+pub async fn import(store: &Store, file: &str, quiet: bool, out: &Output) -> anyhow::Result<()> {
     let records = if file == "-" {
         let bar = progress::bytes(None, quiet);
         read_records(BufReader::with_capacity(
@@ -39,7 +36,7 @@ pub async fn import(
             bar.wrap_read(opened),
         ))
     };
-    let counts = match store.import(records).await {
+    let counts = match Import::outcome(store.run(Import::new(records)).await) {
         Ok(counts) => counts,
         Err(error) => bail!("import failed, nothing was written: {error}"),
     };
@@ -47,7 +44,7 @@ pub async fn import(
 }
 
 pub async fn export(
-    store: Arc<dyn Store>,
+    store: Arc<Store>,
     file: Option<String>,
     quiet: bool,
     out: &Output,
@@ -59,7 +56,7 @@ pub async fn export(
         // a failed export never leaves a partial file under the real name.
         Some(path) => Sink::File(temporary_beside(path)?),
     };
-    let expected = store.count_objects().await?;
+    let expected = store.run(CountObjects).await?;
     let bar = progress::lines(
         expected.organizations + expected.users + expected.projects + expected.proxy_settings,
         quiet,
@@ -69,7 +66,7 @@ pub async fn export(
         let bar = bar.clone();
         tokio::task::spawn_blocking(move || sink.write(receiver, &bar))
     };
-    let exported = store.export(sender).await;
+    let exported = store.run(Export(sender)).await;
     // The writer ends when the store drops its sender. Its error (a full
     // disk, a closed pipe) is the first cause when both fail.
     let sink = writer.await.context("the export writer stopped")??;

@@ -15,7 +15,8 @@ use super::writes::{OperationHeaders, object_response};
 use crate::domain::FieldError;
 use crate::domain::api_token;
 use crate::domain::time::Timestamp;
-use crate::store::{NewToken, TokenRead};
+use crate::store::NewToken;
+use crate::store::api::api_tokens::{CreateApiToken, DeleteApiToken, GetApiToken};
 
 pub async fn create(
     State(app): State<AppState>,
@@ -58,7 +59,7 @@ pub async fn create(
     let (token, secret) = NewToken::mint(caller.0.user_id.clone(), name.to_owned(), expires_at);
     let hint = token.hint.clone();
     let request = headers.write_request(&caller, "createApiToken", None);
-    let mut answer = app.store.create_api_token(request, token).await?;
+    let mut answer = app.store.run(CreateApiToken { request, token }).await?;
     // The stored answer holds the hint; this one answer shows the secret
     // (both are base62 with a fixed prefix: nothing to escape).
     answer.body = answer.body.replacen(
@@ -75,11 +76,11 @@ pub async fn get(
     _: OperationHeaders,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let read = TokenRead {
+    let read = GetApiToken {
         user_id: caller.0.user_id.clone(),
         id,
     };
-    Ok(object_response(app.store.get_api_token(read).await?))
+    Ok(object_response(app.store.run(read).await?))
 }
 
 pub async fn delete(
@@ -89,7 +90,13 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let request = headers.write_request(&caller, "deleteApiToken", None);
-    let answer = app.store.delete_api_token(request, id.clone()).await?;
+    let answer = app
+        .store
+        .run(DeleteApiToken {
+            request,
+            id: id.clone(),
+        })
+        .await?;
     // At once on this instance; others trust their cache for at most
     // `--token-cache-ttl`.
     app.auth.forget_token(&id);

@@ -13,14 +13,17 @@ use super::{AppState, content_tagged_response, list_response};
 use crate::domain::directory::OrganizationType;
 use crate::domain::ids;
 use crate::domain::pagination::DEFAULT_LIMIT;
-use crate::store::{OrganizationsQuery, WhichOrganization};
+use crate::store::api::directory::{Me, MemberOrganization, WhichOrganization};
+use crate::store::{Listing, OrganizationsQuery};
 
 /// `GET /v1/users/me`
 pub async fn me(State(app): State<AppState>, Caller(caller): Caller) -> Result<Response, ApiError> {
     // A token outlives its user only until the token cache forgets it.
     let user = app
         .store
-        .user_with_roles(&caller.user_id)
+        .run(Me {
+            user_id: caller.user_id.clone(),
+        })
         .await?
         .ok_or_else(|| ApiError::NotFound("no such user".into()))?;
     content_tagged_response(&user)
@@ -46,11 +49,11 @@ pub async fn organizations(
     };
     let result = app
         .store
-        .organizations_of(OrganizationsQuery {
+        .list(Listing::Organizations(OrganizationsQuery {
             user_id: caller.user_id.clone(),
             kind,
             page,
-        })
+        }))
         .await?;
     Ok(list_response("/v1/organizations", result))
 }
@@ -83,7 +86,10 @@ async fn member_organization(
 ) -> Result<Response, ApiError> {
     let organization = app
         .store
-        .member_organization(user_id, which)
+        .run(MemberOrganization {
+            user_id: user_id.to_owned(),
+            which,
+        })
         .await?
         .ok_or_else(no_organization)?;
     content_tagged_response(&organization)

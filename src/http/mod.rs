@@ -53,7 +53,7 @@ pub use operations::MetricsRoute;
 pub struct AppState(Arc<Services>);
 
 pub struct Services {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<Store>,
     pub auth: Arc<Authenticator>,
     /// Per-token rate limits; `None` when they are off.
     pub metering: Option<Arc<Metering>>,

@@ -12,6 +12,7 @@ use axum::routing::get;
 
 use super::error::ApiError;
 use super::{AppState, get_only, json_body};
+use crate::store::operator::health::Ping;
 
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
@@ -54,7 +55,7 @@ async fn healthz() -> Response {
 /// The store answers a trivial query within `--db-timeout`; otherwise 503
 /// with the API's error body.
 async fn readyz(State(app): State<AppState>) -> Result<Response, ApiError> {
-    match app.store.ping().await {
+    match app.store.run(Ping).await {
         Ok(()) => Ok(status_ok()),
         Err(error) => {
             tracing::warn!(%error, "not ready: the store does not answer");

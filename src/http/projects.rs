@@ -15,7 +15,7 @@ use super::writes::{OperationHeaders, object_response};
 use crate::domain::FieldError;
 use crate::domain::ids;
 use crate::domain::project::{self, Project};
-use crate::store::ProjectRead;
+use crate::store::api::projects::{CreateProject, DeleteProject, GetProject, UpdateProject};
 
 /// An organization id that only stands in while an update's members are
 /// checked on their own.
@@ -43,7 +43,7 @@ pub async fn create(
     }
     let request = headers.write_request(&caller, "createProject", Some(digest));
     Ok(object_response(
-        app.store.create_project(request, project).await?,
+        app.store.run(CreateProject { request, project }).await?,
     ))
 }
 
@@ -55,12 +55,12 @@ pub async fn get(
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let params = QueryParams::parse(query.as_deref(), &["organization_id"])?;
-    let read = ProjectRead {
+    let read = GetProject {
         id,
         visible_to: caller.0.organizations.clone(),
         organization_id: params.get("organization_id").map(str::to_owned),
     };
-    Ok(object_response(app.store.get_project(read).await?))
+    Ok(object_response(app.store.run(read).await?))
 }
 
 pub async fn update(
@@ -82,7 +82,13 @@ pub async fn update(
     check_members(&id, &members)?;
     let request = headers.write_request(&caller, "updateProject", None);
     Ok(object_response(
-        app.store.update_project(request, id, members).await?,
+        app.store
+            .run(UpdateProject {
+                request,
+                id,
+                members,
+            })
+            .await?,
     ))
 }
 
@@ -94,7 +100,7 @@ pub async fn delete(
 ) -> Result<Response, ApiError> {
     let request = headers.write_request(&caller, "deleteProject", None);
     Ok(object_response(
-        app.store.remove_project(request, id).await?,
+        app.store.run(DeleteProject { request, id }).await?,
     ))
 }
 

@@ -14,7 +14,8 @@ use super::error::ApiError;
 use super::writes::{OperationHeaders, object_response};
 use crate::domain::FieldError;
 use crate::domain::proxy_settings::ProxySettings;
-use crate::store::{SettingsChange, StoreError};
+use crate::store::StoreError;
+use crate::store::api::proxy_settings::{CreateProxySettings, SettingsChange, UpdateProxySettings};
 
 pub async fn create(
     State(app): State<AppState>,
@@ -41,7 +42,11 @@ pub async fn create(
     let request = headers.write_request(&caller, "createProjectProxySettings", Some(digest));
     Ok(object_response(
         app.store
-            .create_proxy_settings(request, project_id, settings)
+            .run(CreateProxySettings {
+                request,
+                project_id,
+                settings,
+            })
             .await?,
     ))
 }
@@ -65,7 +70,12 @@ pub async fn update(
     let request = headers.write_request(&caller, "updateProjectProxySettings", None);
     Ok(object_response(
         app.store
-            .update_proxy_settings(request, project_id, revision, change)
+            .run(UpdateProxySettings {
+                request,
+                project_id,
+                revision,
+                change,
+            })
             .await?,
     ))
 }

@@ -12,7 +12,7 @@ use super::caller::Caller;
 use super::error::ApiError;
 use super::observe::current_request_id;
 use crate::domain::token;
-use crate::store::writes::{Actor, IdempotencyKey, IfMatch, ObjectAnswer, WriteRequest};
+use crate::store::api::request::{Actor, IdempotencyKey, IfMatch, ObjectAnswer, WriteRequest};
 
 const API_VERSION: &str = "api-version";
 const IDEMPOTENCY_KEY: &str = "idempotency-key";

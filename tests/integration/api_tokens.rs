@@ -100,7 +100,7 @@ async fn last_used_at_follows_use_without_a_write_per_request() {
         assert_eq!(app.get("/v1/api_tokens", &secret).await.status(), 200);
     }
     let stored = || async {
-        let tokens = app.store.list_user_tokens("u1").await.unwrap();
+        let tokens = app.store.run(UserTokens(String::from("u1"))).await.unwrap();
         let record = tokens
             .into_iter()
             .find(|record| record.token.id == token.id);
@@ -129,7 +129,10 @@ async fn only_the_callers_own_unrevoked_tokens_are_listed() {
     let (theirs, their_secret) = app.token_with("u2", "theirs", None).await;
     let expired_at = Timestamp::now().plus_seconds(-60).unwrap();
     let (expired, _) = app.token_with("u1", "expired", Some(expired_at)).await;
-    app.store.revoke_token(&revoked.id).await.unwrap();
+    app.store
+        .run(RevokeToken(String::from(&revoked.id)))
+        .await
+        .unwrap();
 
     let (_, body) = app.get_json("/v1/api_tokens", &mine).await;
     let listed = ids(&body);
@@ -223,7 +226,10 @@ async fn paging_by_last_id_in_both_directions() {
             let last = page.last().unwrap();
             if seen.len() == 10 && direction == "DESC" {
                 // Revoked after it was returned: the walk goes on from it.
-                app.store.revoke_token(last).await.unwrap();
+                app.store
+                    .run(RevokeToken(String::from(last)))
+                    .await
+                    .unwrap();
             }
             query = format!("/v1/api_tokens?limit=5&order_direction={direction}&start_key={last}");
         }

@@ -124,7 +124,10 @@ async fn a_revoked_token_stops_working_within_the_cache_delay() {
     let (app, _) = fixture().await;
     let (token, secret) = app.token_with("u1", "soon revoked", None).await;
     assert_eq!(app.get("/v1/projects", &secret).await.status(), 200);
-    app.store.revoke_token(&token.id).await.unwrap();
+    app.store
+        .run(RevokeToken(String::from(&token.id)))
+        .await
+        .unwrap();
     if suite_caches().token {
         // Cached: the revocation is not seen yet...
         assert_eq!(app.get("/v1/projects", &secret).await.status(), 200);

@@ -63,7 +63,7 @@ async fn state(app: &TestApp, token: &str, listing: &str) -> Value {
     for item in items["data"].as_array_mut().unwrap() {
         item.as_object_mut().unwrap().remove("last_used_at");
     }
-    let counts = app.store.count_objects().await.expect("the store counts");
+    let counts = app.store.run(CountObjects).await.expect("the store counts");
     let audit = audit_of(app, None)
         .await
         .first()

@@ -151,7 +151,7 @@ async fn no_cached_page_is_older_than_a_write_completed_before_the_request() {
                     churned.lock().unwrap().push(token.id);
                 } else {
                     let id = churned.lock().unwrap().last().cloned().unwrap();
-                    app.store.revoke_token(&id).await.unwrap();
+                    app.store.run(RevokeToken(String::from(&id))).await.unwrap();
                 }
                 written.store(step, Ordering::SeqCst);
             }

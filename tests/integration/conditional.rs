@@ -125,7 +125,10 @@ async fn a_change_through_the_store_gives_a_200_with_a_new_tag() {
     assert_eq!(status, 200, "a project was added");
     assert_ne!(after.as_deref(), Some(before.as_str()));
     let before = after.unwrap();
-    app.store.delete_project("p9").await.unwrap();
+    app.store
+        .run(RemoveProject(String::from("p9")))
+        .await
+        .unwrap();
     let (status, after, _) = fetch(&app, Method::GET, projects, &token, Some(&before)).await;
     assert_eq!(status, 200, "a project was deleted");
     assert_ne!(after.as_deref(), Some(before.as_str()));
@@ -144,7 +147,10 @@ async fn a_change_through_the_store_gives_a_200_with_a_new_tag() {
     assert_eq!(status, 200, "a token was minted");
     let with_second = with_second.unwrap();
     assert_ne!(with_second, first);
-    app.store.revoke_token(&minted.id).await.unwrap();
+    app.store
+        .run(RevokeToken(String::from(&minted.id)))
+        .await
+        .unwrap();
     let (status, _, _) = fetch(&app, Method::GET, tokens, &token, Some(&with_second)).await;
     assert_eq!(status, 200, "a token was revoked");
     let (status, _, _) = fetch(&app, Method::GET, tokens, &token, Some(&first)).await;

@@ -49,12 +49,18 @@ async fn fixture() -> Fixture {
     }
     lines.push(settings("hidden", 1, true));
     app.seed(lines).await;
-    app.store.delete_project("gone").await.unwrap();
+    app.store
+        .run(RemoveProject(String::from("gone")))
+        .await
+        .unwrap();
     let mut token_ids = Vec::new();
     for name in ["t1", "t2", "t3"] {
         token_ids.push(app.token_with("u1", name, None).await.0.id);
     }
-    app.store.revoke_token(&token_ids[2]).await.unwrap();
+    app.store
+        .run(RevokeToken(String::from(&token_ids[2])))
+        .await
+        .unwrap();
     app.token_with("u2", "theirs", None).await;
     let (caller, token) = app.token_with("u1", "caller", None).await;
     token_ids.push(caller.id);

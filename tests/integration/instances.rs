@@ -96,7 +96,11 @@ async fn a_token_revoked_through_one_instance_stops_working_on_the_other() {
     // Both instances have it cached.
     assert_eq!(first.get("/v1/projects", &secret).await.status(), 200);
     assert_eq!(second.get("/v1/projects", &secret).await.status(), 200);
-    first.store.revoke_token(&revoked.id).await.unwrap();
+    first
+        .store
+        .run(RevokeToken(String::from(&revoked.id)))
+        .await
+        .unwrap();
     for instance in [&first, &second] {
         instance.clock.advance(CACHE_TTL);
     }
@@ -127,18 +131,18 @@ async fn last_used_at_from_several_instances_never_goes_backwards() {
     };
     first
         .store
-        .record_token_uses(report(3_000_000))
+        .run(RecordTokenUses(report(3_000_000)))
         .await
         .unwrap();
     second
         .store
-        .record_token_uses(report(2_000_000))
+        .run(RecordTokenUses(report(2_000_000)))
         .await
         .unwrap();
     let stored = || async {
         first
             .store
-            .find_token(token::digest(&secret))
+            .run(FindToken(token::digest(&secret)))
             .await
             .unwrap()
             .unwrap()

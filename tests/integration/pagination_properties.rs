@@ -267,7 +267,10 @@ async fn load(app: &TestApp, data: &DataSet, space: &Namespace) -> String {
     app.seed(lines).await;
     for (id, project) in &data.projects {
         if project.deleted {
-            app.store.delete_project(&space.id(id)).await.unwrap();
+            app.store
+                .run(RemoveProject(String::from(&space.id(id))))
+                .await
+                .unwrap();
         }
     }
     for (id, token) in &data.tokens {
@@ -282,9 +285,12 @@ async fn load(app: &TestApp, data: &DataSet, space: &Namespace) -> String {
         let (mut record, _) = NewToken::mint(owner, NAMES[token.name].into(), expires_at);
         record.id = space.id(id);
         record.created_at = timestamp(token.created_ms);
-        app.store.create_token(record).await.unwrap();
+        app.store.run(CreateToken(record)).await.unwrap();
         if token.revoked {
-            app.store.revoke_token(&space.id(id)).await.unwrap();
+            app.store
+                .run(RevokeToken(String::from(&space.id(id))))
+                .await
+                .unwrap();
         }
     }
     let (name, created_ms) = data.caller_token;
@@ -292,7 +298,7 @@ async fn load(app: &TestApp, data: &DataSet, space: &Namespace) -> String {
     // Longer than any generated id, so it is none of them.
     record.id = space.id("caller-token");
     record.created_at = timestamp(created_ms);
-    app.store.create_token(record).await.unwrap();
+    app.store.run(CreateToken(record)).await.unwrap();
     secret
 }
 

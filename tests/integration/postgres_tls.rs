@@ -94,9 +94,10 @@ fn server_certificate(ca: &CertifiedIssuer<'static, KeyPair>, names: &[&str]) ->
 }
 
 /// Opens the store on `url`: its error as printed when it fails.
-async fn open(url: String) -> Result<std::sync::Arc<dyn store::Store>, String> {
+async fn open(url: String) -> Result<std::sync::Arc<store::Store>, String> {
     store::open(&DatabaseUrl::Postgres(url), &StoreOptions::default())
         .await
+        .map(std::sync::Arc::new)
         .map_err(|error| format!("{error:#}"))
 }
 
@@ -160,7 +161,7 @@ async fn certificates_are_checked_as_sslmode_says() {
         let store = open(format!("{url}&application_name={application_name}"))
             .await
             .unwrap_or_else(|error| panic!("{case}: {error}"));
-        store.ping().await.unwrap();
+        store.run(Ping).await.unwrap();
         let (tls, all) = encrypted_connections(&server.cluster.url(), &application_name);
         assert!(
             all > 0 && tls == all,

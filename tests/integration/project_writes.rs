@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::BACKEND;
 use crate::helpers::*;
-use proxydeck::store::writes::AuditQuery;
+use proxydeck::store::operator::audit::AuditQuery;
 
 const ORG1: u32 = 1;
 
@@ -571,7 +571,7 @@ async fn every_accepted_write_is_audited() {
     assert_eq!(response.status(), 200);
     let records = app
         .store
-        .audit(AuditQuery {
+        .run(AuditQuery {
             limit: 10,
             ..Default::default()
         })
@@ -601,7 +601,7 @@ async fn every_accepted_write_is_audited() {
     assert_eq!(records[0].request_id, "req-delete-1");
     let by_object = app
         .store
-        .audit(AuditQuery {
+        .run(AuditQuery {
             object_id: Some("other".into()),
             limit: 10,
             ..Default::default()

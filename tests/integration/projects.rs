@@ -341,7 +341,10 @@ async fn start_key_rules() {
     // Removed after it was returned: the walk goes on from where it stood.
     let (_, first) = app.get_json("/v1/projects?limit=2", &token).await;
     assert_eq!(ids(&first), ["in-two", newest[0].as_str()]);
-    app.store.delete_project(&newest[0]).await.unwrap();
+    app.store
+        .run(RemoveProject(String::from(&newest[0])))
+        .await
+        .unwrap();
     let (status, second) = app
         .get_json(
             &format!("/v1/projects?limit=2&start_key={}", newest[0]),
@@ -379,7 +382,10 @@ async fn concurrent_changes_never_skip_or_repeat_stable_items() {
             ])
             .await;
             if let Some(victim) = doomed.pop() {
-                app.store.delete_project(&victim).await.unwrap();
+                app.store
+                    .run(RemoveProject(String::from(&victim)))
+                    .await
+                    .unwrap();
             }
             if !body["has_more"].as_bool().unwrap() {
                 break;
@@ -387,7 +393,7 @@ async fn concurrent_changes_never_skip_or_repeat_stable_items() {
             let last = body["last_key"].as_str().unwrap().to_owned();
             if round % 3 == 0 {
                 // It may be gone already, as one of the doomed.
-                let _ = app.store.delete_project(&last).await;
+                let _ = app.store.run(RemoveProject(String::from(&last))).await;
             }
             next = format!("/v1/projects?limit=6&order_direction={direction}&start_key={last}");
         }

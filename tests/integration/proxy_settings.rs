@@ -121,7 +121,10 @@ async fn unknown_and_invisible_projects_are_the_same_404() {
         .await;
     assert_eq!(status, 200);
     // A deleted project is gone.
-    app.store.delete_project("site").await.unwrap();
+    app.store
+        .run(RemoveProject(String::from("site")))
+        .await
+        .unwrap();
     let (status, _) = app
         .get_json("/v1/projects/site/proxy-settings", &token)
         .await;

@@ -30,7 +30,7 @@ fn page(limit: u32, direction: Direction, start_key: Option<&str>) -> PageReques
 }
 
 async fn projects_of(
-    store: &dyn Store,
+    store: &Store,
     orgs: &[u32],
     request: PageRequest,
 ) -> Result<Vec<Value>, StoreError> {
@@ -40,7 +40,7 @@ async fn projects_of(
 
 /// The items of a page of the projects of `organizations`.
 async fn projects_in(
-    store: &dyn Store,
+    store: &Store,
     organizations: &OrganizationSet,
     request: PageRequest,
 ) -> Result<Vec<Value>, StoreError> {
@@ -72,7 +72,7 @@ fn items(page: &JsonPage) -> Vec<Value> {
     items
 }
 
-async fn all_projects(store: &dyn Store) -> Vec<Value> {
+async fn all_projects(store: &Store) -> Vec<Value> {
     projects_of(store, &[1, 2, 3], page(100, Direction::Asc, None))
         .await
         .unwrap()
@@ -82,7 +82,7 @@ fn base() -> Vec<Value> {
     vec![org(1), org(2), user("u1", &[2, 1])]
 }
 
-async fn import_is_all_or_nothing(store: Arc<dyn Store>) {
+async fn import_is_all_or_nothing(store: Arc<Store>) {
     let mut lines = base();
     lines.push(project("a", 1, 0));
     lines.push(project("b", 9, 0));
@@ -101,14 +101,14 @@ async fn import_is_all_or_nothing(store: Arc<dyn Store>) {
         "nothing was written"
     );
     let orgs_written = store
-        .create_organization(Organization {
+        .run(CreateOrganization(Organization {
             object: OrganizationTag::Tag,
             id: org_id(1),
             name: "again".into(),
             slug: None,
             kind: Default::default(),
             created_at: None,
-        })
+        }))
         .await;
     assert!(
         orgs_written.is_ok(),
@@ -116,7 +116,7 @@ async fn import_is_all_or_nothing(store: Arc<dyn Store>) {
     );
 }
 
-async fn import_rules_name_line_and_field(store: Arc<dyn Store>) {
+async fn import_rules_name_line_and_field(store: Arc<Store>) {
     let cases: Vec<(Vec<Value>, &str)> = vec![
         (vec![user("u9", &[7])], "organizations[0]"),
         (vec![settings("nowhere", 1, true)], "project_id"),
@@ -140,7 +140,7 @@ async fn import_rules_name_line_and_field(store: Arc<dyn Store>) {
     assert!(all_projects(store.as_ref()).await.is_empty());
 }
 
-async fn import_twice_changes_nothing(store: Arc<dyn Store>) {
+async fn import_twice_changes_nothing(store: Arc<Store>) {
     let mut lines = base();
     // Without timestamps: they default to the time of the first import.
     lines.push(json!({"object": "project", "id": "bare", "organization_id": org_id(1)}));
@@ -172,7 +172,7 @@ async fn import_twice_changes_nothing(store: Arc<dyn Store>) {
     assert_eq!(settings_json(store.as_ref(), "dated").await, settings_first);
 }
 
-async fn settings_json(store: &dyn Store, project_id: &str) -> Vec<String> {
+async fn settings_json(store: &Store, project_id: &str) -> Vec<String> {
     store
         .list(Listing::ProxySettings(ProxySettingsQuery {
             project_id: project_id.into(),
@@ -184,7 +184,7 @@ async fn settings_json(store: &dyn Store, project_id: &str) -> Vec<String> {
         .unwrap()
 }
 
-async fn import_that_changes_a_project_moves_updated_at(store: Arc<dyn Store>) {
+async fn import_that_changes_a_project_moves_updated_at(store: Arc<Store>) {
     let mut lines = base();
     lines.push(
         json!({"object": "project", "id": "p", "organization_id": org_id(1), "created_at": at(0)}),
@@ -207,13 +207,13 @@ async fn import_that_changes_a_project_moves_updated_at(store: Arc<dyn Store>) {
     );
 }
 
-async fn deleted_projects_leave_listings_but_keep_their_place(store: Arc<dyn Store>) {
+async fn deleted_projects_leave_listings_but_keep_their_place(store: Arc<Store>) {
     let mut lines = base();
     for i in 0..5 {
         lines.push(project(&format!("p{i}"), 1, i));
     }
     seed(store.as_ref(), lines).await.unwrap();
-    store.delete_project("p2").await.unwrap();
+    store.run(RemoveProject(String::from("p2"))).await.unwrap();
     let ids_of = |items: Vec<Value>| {
         items
             .iter()
@@ -229,11 +229,11 @@ async fn deleted_projects_leave_listings_but_keep_their_place(store: Arc<dyn Sto
         .unwrap();
     assert_eq!(ids_of(after), ["p3", "p4"]);
     assert!(matches!(
-        store.delete_project("p2").await,
+        store.run(RemoveProject(String::from("p2"))).await,
         Err(StoreError::NotFound { .. })
     ));
     assert!(matches!(
-        store.delete_project("nope").await,
+        store.run(RemoveProject(String::from("nope"))).await,
         Err(StoreError::NotFound { .. })
     ));
     // Importing it again brings it back.
@@ -246,7 +246,7 @@ async fn deleted_projects_leave_listings_but_keep_their_place(store: Arc<dyn Sto
 /// A page read again is the page as it is now: read repeatedly (which a
 /// store may answer partly from what it remembers), then after a change,
 /// a deletion and a return, of rows on it and of the row after it.
-async fn a_page_read_again_shows_every_change_in_between(store: Arc<dyn Store>) {
+async fn a_page_read_again_shows_every_change_in_between(store: Arc<Store>) {
     let mut lines = base();
     for i in 0..5 {
         lines.push(project(&format!("p{i}"), 1, i));
@@ -285,7 +285,7 @@ async fn a_page_read_again_shows_every_change_in_between(store: Arc<dyn Store>) 
     assert_eq!(after_change[2], before[2]);
     assert_eq!(described(&after_p4().await.unwrap()), ["p3:changed", "p2:"]);
 
-    store.delete_project("p4").await.unwrap();
+    store.run(RemoveProject(String::from("p4"))).await.unwrap();
     assert_eq!(
         described(&first_page().await.unwrap()),
         ["p3:changed", "p2:", "p1:"]
@@ -299,7 +299,7 @@ async fn a_page_read_again_shows_every_change_in_between(store: Arc<dyn Store>) 
     );
 }
 
-async fn keyset_pages_merge_organizations_and_break_ties_by_id(store: Arc<dyn Store>) {
+async fn keyset_pages_merge_organizations_and_break_ties_by_id(store: Arc<Store>) {
     let mut lines = base();
     for (id, org, second) in [
         ("b", 1, 0),
@@ -348,11 +348,11 @@ async fn keyset_pages_merge_organizations_and_break_ties_by_id(store: Arc<dyn St
     );
 }
 
-async fn tokens_are_found_by_digest_only(store: Arc<dyn Store>) {
+async fn tokens_are_found_by_digest_only(store: Arc<Store>) {
     seed(store.as_ref(), base()).await.unwrap();
     let (token, secret) = mint(store.as_ref(), "u1", "t", None).await;
     let grant = store
-        .find_token(token::digest(&secret))
+        .run(FindToken(token::digest(&secret)))
         .await
         .unwrap()
         .expect("found");
@@ -371,28 +371,34 @@ async fn tokens_are_found_by_digest_only(store: Arc<dyn Store>) {
     assert_eq!(grant.last_used_at, None);
     assert!(
         store
-            .find_token(token::digest("pxd_other"))
+            .run(FindToken(token::digest("pxd_other")))
             .await
             .unwrap()
             .is_none()
     );
-    store.revoke_token(&token.id).await.unwrap();
-    store.revoke_token(&token.id).await.unwrap();
+    store
+        .run(RevokeToken(String::from(&token.id)))
+        .await
+        .unwrap();
+    store
+        .run(RevokeToken(String::from(&token.id)))
+        .await
+        .unwrap();
     assert!(
         store
-            .find_token(token::digest(&secret))
+            .run(FindToken(token::digest(&secret)))
             .await
             .unwrap()
             .unwrap()
             .revoked
     );
     assert!(matches!(
-        store.revoke_token("nope").await,
+        store.run(RevokeToken(String::from("nope"))).await,
         Err(StoreError::NotFound { .. })
     ));
 }
 
-async fn last_used_never_goes_backwards(store: Arc<dyn Store>) {
+async fn last_used_never_goes_backwards(store: Arc<Store>) {
     seed(store.as_ref(), base()).await.unwrap();
     let (token, secret) = mint(store.as_ref(), "u1", "t", None).await;
     let t = |ms| Timestamp::from_millis(ms).unwrap();
@@ -401,38 +407,38 @@ async fn last_used_never_goes_backwards(store: Arc<dyn Store>) {
         used_at: t(ms),
     };
     store
-        .record_token_uses(vec![used(2_000_000)])
+        .run(RecordTokenUses(vec![used(2_000_000)]))
         .await
         .unwrap();
     store
-        .record_token_uses(vec![used(1_000_000)])
+        .run(RecordTokenUses(vec![used(1_000_000)]))
         .await
         .unwrap();
     let grant = store
-        .find_token(token::digest(&secret))
+        .run(FindToken(token::digest(&secret)))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(grant.last_used_at, Some(t(2_000_000)));
     store
-        .record_token_uses(vec![
+        .run(RecordTokenUses(vec![
             used(3_000_000),
             TokenUse {
                 token_id: "gone".into(),
                 used_at: t(1),
             },
-        ])
+        ]))
         .await
         .unwrap();
     let grant = store
-        .find_token(token::digest(&secret))
+        .run(FindToken(token::digest(&secret)))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(grant.last_used_at, Some(t(3_000_000)));
 }
 
-async fn admin_writes_refuse_conflicts_and_unknown_references(store: Arc<dyn Store>) {
+async fn admin_writes_refuse_conflicts_and_unknown_references(store: Arc<Store>) {
     seed(store.as_ref(), base()).await.unwrap();
     let organization = Organization {
         object: OrganizationTag::Tag,
@@ -443,7 +449,7 @@ async fn admin_writes_refuse_conflicts_and_unknown_references(store: Arc<dyn Sto
         created_at: None,
     };
     assert!(matches!(
-        store.create_organization(organization).await,
+        store.run(CreateOrganization(organization)).await,
         Err(StoreError::Conflict(_))
     ));
     let stray = User {
@@ -455,13 +461,13 @@ async fn admin_writes_refuse_conflicts_and_unknown_references(store: Arc<dyn Sto
         organizations: None,
         created_at: None,
     };
-    match store.create_user(stray).await {
+    match store.run(CreateUser(stray)).await {
         Err(StoreError::Invalid(error)) => assert_eq!(error.field, format!("roles.{}", org_id(5))),
         other => panic!("{other:?}"),
     }
     let (orphan, _) = NewToken::mint("nobody".into(), "t".into(), None);
     assert!(matches!(
-        store.create_token(orphan).await,
+        store.run(CreateToken(orphan)).await,
         Err(StoreError::NotFound { kind: "user", .. })
     ));
     let user = User {
@@ -474,12 +480,12 @@ async fn admin_writes_refuse_conflicts_and_unknown_references(store: Arc<dyn Sto
         created_at: None,
     };
     assert!(matches!(
-        store.create_user(user).await,
+        store.run(CreateUser(user)).await,
         Err(StoreError::Conflict(_))
     ));
 }
 
-async fn token_listing_pages_and_filters(store: Arc<dyn Store>) {
+async fn token_listing_pages_and_filters(store: Arc<Store>) {
     seed(store.as_ref(), base()).await.unwrap();
     let mut made = Vec::new();
     for i in 0..7 {
@@ -545,7 +551,7 @@ async fn token_listing_pages_and_filters(store: Arc<dyn Store>) {
     ));
 }
 
-async fn invisible_projects_have_no_settings(store: Arc<dyn Store>) {
+async fn invisible_projects_have_no_settings(store: Arc<Store>) {
     let mut lines = base();
     lines.push(project("p", 2, 0));
     lines.push(settings("p", 1, true));
@@ -581,7 +587,7 @@ async fn hold_a_write(
     let (sender, receiver) = mpsc::channel::<ImportBatch>(4);
     let writer = {
         let store = data.store.clone();
-        tokio::spawn(async move { store.import(receiver).await })
+        tokio::spawn(async move { Import::outcome(store.run(Import::new(receiver)).await) })
     };
     sender
         .send(vec![Ok((1, parse_line(&line.to_string()).unwrap()))])
@@ -634,7 +640,7 @@ async fn pool_use_counts_a_connection_held_by_a_write() {
     require!(BACKEND);
     let data = TestStore::new(BACKEND).await;
     seed(data.store.as_ref(), base()).await.unwrap();
-    let in_use = |store: &dyn Store| {
+    let in_use = |store: &Store| {
         let pools = store.pool_use();
         assert!(!pools.is_empty(), "the backend reports its pools");
         for pool in &pools {

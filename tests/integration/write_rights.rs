@@ -203,11 +203,19 @@ async fn a_revoked_token_writes_nothing_on_any_instance() {
         assert_eq!(app.get_json("/v1/api_tokens", &token).await.0, 200);
     }
     let (_, me) = first.get_json("/v1/users/me", &token).await;
-    let tokens = first.store.list_user_tokens("u1").await.unwrap();
+    let tokens = first
+        .store
+        .run(UserTokens(String::from("u1")))
+        .await
+        .unwrap();
     let token_id = tokens.last().expect("a token of u1").token.id.clone();
     let audited = audit_of(&first, None).await.len();
     // As `admin token revoke` does it: in the store, behind both caches.
-    first.store.revoke_token(&token_id).await.unwrap();
+    first
+        .store
+        .run(RevokeToken(String::from(&token_id)))
+        .await
+        .unwrap();
     let project = json!({"organization_id": org_id(1), "slug": "heir"});
     let writes: [(Method, String, Option<Value>); 7] = [
         (
@@ -260,7 +268,11 @@ async fn a_revoked_token_writes_nothing_on_any_instance() {
         audited,
         "nothing recorded"
     );
-    let tokens_now = first.store.list_user_tokens("u1").await.unwrap();
+    let tokens_now = first
+        .store
+        .run(UserTokens(String::from("u1")))
+        .await
+        .unwrap();
     assert_eq!(tokens_now.len(), tokens.len(), "no heir was made");
     let admin = first.token("u1").await;
     assert_eq!(revisions(&first, &admin, "a1").await, [(1, "r1".into())]);

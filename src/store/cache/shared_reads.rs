@@ -30,7 +30,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::oneshot;
 
 use super::{ReadCache, Reader};
-use crate::store::sql::within;
+use crate::store::driver::within;
 use crate::store::{JsonPage, Listing, ListingKey, StoreError};
 
 type Answer<T> = Result<T, StoreError>;
@@ -50,7 +50,7 @@ pub struct SharedReads {
     reads: Reads<ListingKey, JsonPage>,
     /// Reads answered by another's statement, by listing: projects, tokens,
     /// proxy settings.
-    shared: [::metrics::Counter; 3],
+    shared: [::metrics::Counter; 4],
     /// How long a read waits for another's statement: `--db-timeout`, the
     /// bound of its own statement.
     bound: Duration,
@@ -60,8 +60,13 @@ impl SharedReads {
     pub fn new(bound: Duration) -> Self {
         Self {
             reads: Reads::default(),
-            shared: ["list_projects", "list_api_tokens", "list_proxy_settings"]
-                .map(crate::metrics::shared_reads),
+            shared: [
+                "list_projects",
+                "list_api_tokens",
+                "list_proxy_settings",
+                "list_organizations",
+            ]
+            .map(crate::metrics::shared_reads),
             bound,
         }
     }
@@ -73,6 +78,7 @@ impl ReadCache for SharedReads {
             Listing::Projects(_) => 0,
             Listing::ApiTokens(_) => 1,
             Listing::ProxySettings(_) => 2,
+            Listing::Organizations(_) => 3,
         }]
         .clone();
         let (reads, bound, next) = (self.reads.clone(), self.bound, next.clone());

@@ -34,15 +34,19 @@ use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Config, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::outage::Outage;
-use super::sql::{Access, Db, Driver, EachRow, Param, Row, SqlStore, Work, on_blocking_thread};
-use super::{JsonPage, ListingKey, PoolUse, StoreError, StoreOptions};
-use crate::domain::organization_set::OrganizationSet;
 use crate::domain::pagination::PageRequest;
+use crate::metrics::PoolUse;
+use crate::store::driver::{Access, Driver, Work, on_blocking_thread};
+use crate::store::error::StoreError;
+use crate::store::listing::ListingKey;
+use crate::store::options::StoreOptions;
+use crate::store::outage::Outage;
+use crate::store::page::JsonPage;
+use crate::store::sql::db::{Db, EachRow, Param, Row};
 use page_memory::PageMemory;
 
+pub mod dialect;
 mod page_memory;
-mod projects;
 mod settings;
 
 pub use settings::{PostgresSettings, SslMode};
@@ -56,9 +60,8 @@ const MIGRATION_LOCK: i64 = 0x0070_726f_7879_646b; // "proxydk"
 
 /// Connects to the database `url` names and applies the migrations it
 /// lacks (one instance at a time, under an advisory lock).
-pub async fn open(url: String, options: StoreOptions) -> anyhow::Result<SqlStore<PostgresDriver>> {
-    let driver = PostgresDriver::open(&url, &options).await?;
-    Ok(SqlStore::new(driver, &options))
+pub async fn open(url: String, options: StoreOptions) -> anyhow::Result<PostgresDriver> {
+    PostgresDriver::open(&url, &options).await
 }
 
 /// The servers `config` names, as `host:port` or a Unix socket's path, in
@@ -315,7 +318,11 @@ pub struct PgSession {
     pinned: bool,
     in_transaction: bool,
     /// Statements outside a transaction run on an exclusive connection of
-    /// their own rather than on a shared client ([`PgSession::apart`]).
+    /// their own rather than on a shared client: a statement that may run
+    /// for milliseconds (a page merged from hundreds of organizations) then
+    /// holds up no cheap statement pipelined behind it on a shared client
+    /// (`Db::expect_long_statements`); such statements wait for each other
+    /// instead, for the exclusive connections.
     apart: bool,
 }
 
@@ -328,15 +335,6 @@ impl PgSession {
             in_transaction: false,
             apart: false,
         }
-    }
-
-    /// From now on (`true`) or no more, statements take a connection of
-    /// their own: a statement that may run for milliseconds (a page merged
-    /// from hundreds of organizations) then holds up no cheap statement
-    /// pipelined behind it on a shared client; such statements wait for
-    /// each other instead, for the exclusive connections.
-    pub(super) fn apart(&mut self, apart: bool) {
-        self.apart = apart;
     }
 
     async fn begin(&mut self, sql: &str) -> Result<(), StoreError> {
@@ -426,14 +424,6 @@ impl Db for PgSession {
         self.end("ROLLBACK").await
     }
 
-    async fn organizations_page(
-        &mut self,
-        set: &OrganizationSet,
-        page: &PageRequest,
-    ) -> Result<JsonPage, StoreError> {
-        projects::organizations_page(self, set, page).await
-    }
-
     async fn own_organization_page(
         &mut self,
         key: &ListingKey,
@@ -442,6 +432,14 @@ impl Db for PgSession {
     ) -> Option<Result<JsonPage, StoreError>> {
         let memory = self.driver.pages.clone()?;
         page_memory::read(self, &memory, key, organization, page).await
+    }
+
+    fn in_transaction(&self) -> bool {
+        self.in_transaction
+    }
+
+    fn expect_long_statements(&mut self, long: bool) {
+        self.apart = long;
     }
 }
 

@@ -33,9 +33,11 @@ use std::time::Duration;
 
 use crate::domain::pagination::PageRequest;
 use crate::store::cache::{PAGE_MEMORY_BYTES, PAGE_MEMORY_TTL, SeenKeys};
-use crate::store::sql::listings::{StartKeys, keyset_select};
-use crate::store::sql::{Db, Param};
-use crate::store::{JsonPage, JsonPageWriter, ListingKey, StoreError};
+use crate::store::error::StoreError;
+use crate::store::listing::ListingKey;
+use crate::store::page::{JsonPage, JsonPageWriter};
+use crate::store::sql::db::{Db, Param};
+use crate::store::sql::keyset::{StartKeys, keyset_select};
 
 /// One organization's page of projects through `memory`: `None` when it is
 /// to be read the plain way (a key seen for the first time, or a page

@@ -30,7 +30,7 @@ use std::time::Instant;
 use rusqlite::{Connection, OpenFlags, ffi};
 
 use super::{FILE_CHECK_INTERVAL, FileIdentity};
-use crate::store::sql::CommitMark;
+use crate::store::cache::recent_pages::CommitMark;
 
 /// u32 words in one copy of the WAL-index header.
 const HEADER_WORDS: usize = 12;

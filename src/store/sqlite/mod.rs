@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -15,14 +15,13 @@ use async_trait::async_trait;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _};
 
-use super::sql::{
-    Access, CommitMark, Db, Driver, EachRow, PROJECT_CONFLICT, Param, Row, SqlStore, Work,
-    on_blocking_thread,
-};
-use super::{JsonPage, PoolUse, StoreError, StoreOptions};
 use crate::clock::Clock;
-use crate::domain::organization_set::OrganizationSet;
-use crate::domain::pagination::PageRequest;
+use crate::metrics::PoolUse;
+use crate::store::cache::recent_pages::CommitMark;
+use crate::store::driver::{Access, Driver, Work, on_blocking_thread};
+use crate::store::error::StoreError;
+use crate::store::options::StoreOptions;
+use crate::store::sql::db::{Db, EachRow, Param, Row};
 
 mod embedded {
     refinery::embed_migrations!("migrations/sqlite");
@@ -30,21 +29,15 @@ mod embedded {
 
 /// Opens (creating if needed) the database at `path` and applies the
 /// migrations it lacks.
-pub async fn open(path: PathBuf, options: StoreOptions) -> anyhow::Result<SqlStore<SqliteDriver>> {
-    let opening = options.clone();
-    let driver = tokio::task::spawn_blocking(move || SqliteDriver::open(&path, &opening)).await??;
-    Ok(SqlStore::new(driver, &options))
+pub async fn open(path: PathBuf, options: StoreOptions) -> anyhow::Result<SqliteDriver> {
+    tokio::task::spawn_blocking(move || SqliteDriver::open(&path, &options)).await?
 }
-
-/// The rowids of one organization's projects: organization number n owns
-/// (n + 1) * 2^32 to (n + 2) * 2^32 (migration V4).
-const ORGANIZATION_ROWS: i64 = 1 << 32;
 
 /// Page size of new database files.
 const PAGE_SIZE: i64 = 4 * 1024;
 
 mod commit_watch;
-mod projects;
+pub mod dialect;
 
 use commit_watch::CommitWatch;
 
@@ -249,6 +242,19 @@ impl PooledSqlite {
         params: &[Param<'_>],
         each: &mut EachRow<'_>,
     ) -> Result<(), StoreError> {
+        if self.long_statements {
+            off_the_worker(|| self.query_rows(sql, params, each))
+        } else {
+            self.query_rows(sql, params, each)
+        }
+    }
+
+    fn query_rows(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut EachRow<'_>,
+    ) -> Result<(), StoreError> {
         let mut statement = self.connection.prepare_cached(sql)?;
         let mut rows = statement.query(rusqlite::params_from_iter(params))?;
         let result = (|| {
@@ -309,28 +315,26 @@ impl Db for r2d2::PooledConnection<Connector> {
         self.run_execute("ROLLBACK", &[]).map(drop)
     }
 
-    /// A new project's row goes after its organization's last one
-    /// (migration V4: rowids by organization, so that one organization's
-    /// page reads a few table pages).
-    fn project_upsert_sql(&self) -> &'static str {
-        static SQL: LazyLock<String> = LazyLock::new(|| {
-            format!(
-                "INSERT INTO projects (rowid, id, organization_id, organization_number, created_at, updated_at, body, slug)
-                 VALUES ((SELECT COALESCE(MAX(rowid), (?6 + 1) * {ROWS}) + 1 FROM projects
-                           WHERE rowid > (?6 + 1) * {ROWS} AND rowid < (?6 + 2) * {ROWS}),
-                         ?1, ?2, ?6, ?3, ?4, ?5, ?7) {PROJECT_CONFLICT}",
-                ROWS = ORGANIZATION_ROWS
-            )
-        });
-        &SQL
+    fn in_transaction(&self) -> bool {
+        !self.connection.is_autocommit()
     }
 
-    async fn organizations_page(
-        &mut self,
-        set: &OrganizationSet,
-        page: &PageRequest,
-    ) -> Result<JsonPage, StoreError> {
-        projects::organizations_page(self, set, page)
+    fn expect_long_statements(&mut self, long: bool) {
+        self.long_statements = long;
+    }
+}
+
+/// Runs `work`, which may take a millisecond or more, without holding up
+/// the other requests of this worker thread: reads run on the request's
+/// own thread (`SqliteDriver::run`), and tokio hands the thread's other
+/// tasks to another thread meanwhile.
+fn off_the_worker<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
     }
 }
 
@@ -473,6 +477,8 @@ pub struct PooledSqlite {
     connection: Connection,
     file: FileIdentity,
     checked_at: Instant,
+    /// Statements may take milliseconds now (`Db::expect_long_statements`).
+    long_statements: bool,
 }
 
 /// How often a pooled connection checks that its file is still in place
@@ -518,6 +524,7 @@ impl r2d2::ManageConnection for Connector {
             connection,
             file: FileIdentity::of(&self.path)?,
             checked_at: self.clock.instant(),
+            long_statements: false,
         })
     }
 
@@ -592,7 +599,10 @@ mod tests {
                 .filter(|op| op == "FkCounter" || op == "FkIfZero")
                 .count()
         };
-        assert_eq!(foreign_key_checks(crate::store::sql::LOCK_ORGANIZATION), 0);
+        assert_eq!(
+            foreign_key_checks(crate::store::api::writes::LOCK_ORGANIZATION),
+            0
+        );
         // What the lock must not be: its key set to itself is checked.
         assert!(foreign_key_checks("UPDATE organizations SET id = id WHERE id = ?1") > 0);
     }
@@ -641,7 +651,7 @@ mod tests {
         // A new project of the first organization goes after its last one,
         // before the second organization's; an existing one stays put.
         let mut writer = driver.writer.get().unwrap();
-        let upsert = writer.project_upsert_sql();
+        let upsert = (dialect::SQLITE.project_upsert)();
         for (id, created_at) in [("p5", 14), ("p2", 15)] {
             let organization = if id == "p5" { "org-a" } else { "org-b" };
             let number = i64::from(id == "p2");

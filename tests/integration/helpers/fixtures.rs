@@ -137,8 +137,11 @@ pub async fn walk(app: &TestApp, path: &str, token: &str) -> Vec<String> {
 /// as a caller in them sees them, with the numbers the store gave them: a
 /// user in them is made through the import path (a write), and its token's
 /// grant names them.
-pub async fn organizations(store: &dyn Store, numbers: &[u32]) -> OrganizationSet {
-    let existing = store.list_organizations().await.expect("the store answers");
+pub async fn organizations(store: &Store, numbers: &[u32]) -> OrganizationSet {
+    let existing = store
+        .run(AllOrganizations)
+        .await
+        .expect("the store answers");
     let orgs: Vec<String> = numbers
         .iter()
         .map(|n| org_id(*n))
@@ -153,7 +156,7 @@ pub async fn organizations(store: &dyn Store, numbers: &[u32]) -> OrganizationSe
     seed(store, vec![line]).await.expect("the member imports");
     let (_, secret) = mint(store, &user, "member", None).await;
     let grant = store
-        .find_token(proxydeck::domain::token::digest(&secret))
+        .run(FindToken(proxydeck::domain::token::digest(&secret)))
         .await
         .expect("the store answers")
         .expect("the token was just made");
@@ -164,7 +167,7 @@ pub async fn organizations(store: &dyn Store, numbers: &[u32]) -> OrganizationSe
 /// The items of the first page of projects of `organizations` (newest
 /// first, `limit` of them), as the JSON text the store joined.
 pub async fn first_page_of(
-    store: &dyn Store,
+    store: &Store,
     organizations: &OrganizationSet,
     limit: u32,
 ) -> Result<String, store::StoreError> {

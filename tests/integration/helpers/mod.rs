@@ -23,6 +23,16 @@ use tempfile::TempDir;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+/// The store's operations the tests run directly, as the service and the
+/// operator's commands do.
+pub use proxydeck::store::api::auth::{FindToken, RecordTokenUses};
+pub use proxydeck::store::operator::directory::{
+    CreateOrganization, CreateToken, CreateUser, RemoveProject, RevokeToken,
+};
+pub use proxydeck::store::operator::export::{AllOrganizations, CountObjects, UserTokens};
+pub use proxydeck::store::operator::health::Ping;
+pub use proxydeck::store::operator::import::Import;
+
 mod postgres_setup;
 pub use postgres_setup::*;
 mod test_store;

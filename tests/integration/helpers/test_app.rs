@@ -6,7 +6,7 @@ pub struct TestApp {
     pub address: SocketAddr,
     /// The `admin_listen` address, when the options asked for one.
     pub admin_address: Option<SocketAddr>,
-    pub store: Arc<dyn Store>,
+    pub store: Arc<Store>,
     pub client: reqwest::Client,
     /// The data the service runs on (shared by its other instances).
     pub data: Arc<TestStore>,
@@ -62,7 +62,7 @@ impl TestApp {
         let store = store::open(&self.data.url, &store_options)
             .await
             .expect("the store opens again");
-        Self::serve(store, self.data.clone(), options).await
+        Self::serve(Arc::new(store), self.data.clone(), options).await
     }
 
     /// Writes the token uses the service has noted (every request's, once
@@ -71,7 +71,7 @@ impl TestApp {
         self.auth.flush_usage().await.expect("the uses are written");
     }
 
-    async fn serve(store: Arc<dyn Store>, data: Arc<TestStore>, options: ServiceOptions) -> Self {
+    async fn serve(store: Arc<Store>, data: Arc<TestStore>, options: ServiceOptions) -> Self {
         let clock = options.clock.clone();
         let service = Service::bind(store.clone(), options)
             .await

@@ -6,7 +6,7 @@ use super::*;
 /// A fresh store: a SQLite file in its own temporary folder, or a
 /// PostgreSQL schema of its own.
 pub struct TestStore {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<Store>,
     /// Where the data is: another store, process or command can open it.
     pub url: DatabaseUrl,
     /// The SQLite file (meaningless on PostgreSQL).
@@ -35,7 +35,7 @@ impl TestStore {
         };
         let store = store::open(&url, &options).await.expect("the store opens");
         Self {
-            store,
+            store: Arc::new(store),
             url,
             path,
             dir,
@@ -47,7 +47,7 @@ impl TestStore {
     pub async fn at(url: DatabaseUrl, options: StoreOptions) -> Self {
         let store = store::open(&url, &options).await.expect("the store opens");
         Self {
-            store,
+            store: Arc::new(store),
             url,
             path: PathBuf::new(),
             dir: tempfile::tempdir().expect("a temporary folder"),
@@ -143,21 +143,21 @@ impl TestStore {
 }
 
 pub async fn mint(
-    store: &dyn Store,
+    store: &Store,
     user_id: &str,
     name: &str,
     expires_at: Option<Timestamp>,
 ) -> (ApiToken, String) {
     let (new_token, secret) = NewToken::mint(user_id.into(), name.into(), expires_at);
     let token = store
-        .create_token(new_token)
+        .run(CreateToken(new_token))
         .await
         .expect("the token is stored");
     (token, secret)
 }
 
 /// Imports `lines` (JSON objects in the NDJSON format) into `store`.
-pub async fn seed(store: &dyn Store, lines: Vec<Value>) -> Result<ObjectCounts, ImportError> {
+pub async fn seed(store: &Store, lines: Vec<Value>) -> Result<ObjectCounts, ImportError> {
     let (sender, receiver) = mpsc::channel::<ImportBatch>(1);
     let batch = lines
         .iter()
@@ -171,7 +171,7 @@ pub async fn seed(store: &dyn Store, lines: Vec<Value>) -> Result<ObjectCounts, 
         .collect();
     sender.send(batch).await.expect("the channel is open");
     drop(sender);
-    store.import(receiver).await
+    Import::outcome(store.run(Import::new(receiver)).await)
 }
 
 /// [`TestStore::postgres_plan_of_last`] on a thread that may block.

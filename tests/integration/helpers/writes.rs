@@ -73,9 +73,9 @@ pub fn generated_client(app: &TestApp, token: &str) -> edgee_api_client::Client 
 pub async fn audit_of(
     app: &TestApp,
     object_id: Option<&str>,
-) -> Vec<proxydeck::store::writes::AuditRecord> {
+) -> Vec<proxydeck::store::operator::audit::AuditRecord> {
     app.store
-        .audit(proxydeck::store::writes::AuditQuery {
+        .run(proxydeck::store::operator::audit::AuditQuery {
             object_id: object_id.map(str::to_owned),
             limit: 10,
             ..Default::default()

@@ -222,7 +222,10 @@ async fn seeded_database(projects: usize) -> (tempfile::TempDir, std::path::Path
 async fn tokens_of_u1(path: &Path) -> Vec<ApiToken> {
     let url = DatabaseUrl::Sqlite(path.to_owned());
     let store = store::open(&url, &StoreOptions::default()).await.unwrap();
-    let records = store.list_user_tokens("u1").await.expect("the tokens list");
+    let records = store
+        .run(UserTokens(String::from("u1")))
+        .await
+        .expect("the tokens list");
     records.into_iter().map(|record| record.token).collect()
 }
 

@@ -50,7 +50,12 @@ async fn client_shows_api_errors_as_one_line() {
             Some(Timestamp::now().plus_seconds(-60).unwrap()),
         )
         .await;
-    world.app.store.revoke_token(&revoked.id).await.unwrap();
+    world
+        .app
+        .store
+        .run(RevokeToken(String::from(&revoked.id)))
+        .await
+        .unwrap();
     // One character changed (never to itself: then it would be the secret).
     let (kept, last) = world.secret.split_at(world.secret.len() - 1);
     let mistyped = format!("{kept}{}", if last == "x" { "y" } else { "x" });

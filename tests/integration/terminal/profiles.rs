@@ -181,7 +181,12 @@ async fn login_keeps_a_checked_token_that_the_client_commands_use() {
     assert_eq!(status["tokens"][0]["id"], json!(other.id));
     // A token that no longer works: one line naming where it came from.
     let (revoked, revoked_secret) = world.app.token_with("u1", "revoked", None).await;
-    world.app.store.revoke_token(&revoked.id).await.unwrap();
+    world
+        .app
+        .store
+        .run(RevokeToken(String::from(&revoked.id)))
+        .await
+        .unwrap();
     let mut command = world.bare(&["auth", "status"]);
     command.env("PROXYDECK_TOKEN", &revoked_secret);
     world

@@ -6,15 +6,19 @@ use std::collections::HashMap;
 
 use tokio::sync::mpsc;
 
-use super::admin::{insert_organization, missing_organization, replace_memberships, unique_slug};
-use super::{Db, Param, exists, query_opt, to_json};
+use super::directory::{
+    insert_organization, missing_organization, replace_memberships, unique_slug,
+};
 use crate::domain::FieldError;
 use crate::domain::directory::{Organization, User};
 use crate::domain::import::{ImportBatch, ImportError, ImportRecord, ObjectCounts};
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
+use crate::store::operation::operation;
+use crate::store::sql::db::{Db, Param, exists, query_opt, to_json};
+use crate::store::sql::dialect::Dialect;
 
 /// Why one record could not be applied.
 enum Refusal {
@@ -29,14 +33,48 @@ impl From<StoreError> for Refusal {
     }
 }
 
-pub(super) async fn apply(
+/// Applies import records in one transaction: all of them, or none.
+pub struct Import(std::sync::Mutex<Option<mpsc::Receiver<ImportBatch>>>);
+
+impl Import {
+    pub fn new(records: mpsc::Receiver<ImportBatch>) -> Self {
+        Self(std::sync::Mutex::new(Some(records)))
+    }
+
+    /// The import's own answer, or the store's failure to run it, told as
+    /// the import's (at line 0).
+    pub fn outcome(
+        run: Result<Result<ObjectCounts, ImportError>, StoreError>,
+    ) -> Result<ObjectCounts, ImportError> {
+        run.unwrap_or_else(|error| Err(ImportError::at(0, None, error.to_string())))
+    }
+}
+
+operation!(Import => import with dialect, OperatorWrite, "import" -> Result<ObjectCounts, ImportError>);
+
+async fn import(
     db: &mut dyn Db,
+    dialect: Dialect,
+    Import(records): &Import,
+) -> Result<Result<ObjectCounts, ImportError>, StoreError> {
+    // The receiver is taken by the one run of the work.
+    let records = records
+        .lock()
+        .ok()
+        .and_then(|mut r| r.take())
+        .ok_or_else(|| StoreError::Internal("an import's records were already taken".into()))?;
+    Ok(apply(db, dialect, records).await)
+}
+
+async fn apply(
+    db: &mut dyn Db,
+    dialect: Dialect,
     records: mpsc::Receiver<ImportBatch>,
 ) -> Result<ObjectCounts, ImportError> {
     let store_failed =
         |line: u64, error: StoreError| ImportError::at(line, None, error.to_string());
     db.begin_write().await.map_err(|e| store_failed(0, e))?;
-    match apply_all(db, records).await {
+    match apply_all(db, dialect, records).await {
         Ok(counts) => {
             db.commit().await.map_err(|e| store_failed(0, e))?;
             Ok(counts)
@@ -50,6 +88,7 @@ pub(super) async fn apply(
 
 async fn apply_all(
     db: &mut dyn Db,
+    dialect: Dialect,
     mut records: mpsc::Receiver<ImportBatch>,
 ) -> Result<ObjectCounts, ImportError> {
     let store_failed =
@@ -85,7 +124,7 @@ async fn apply_all(
                 }
                 ImportRecord::User(user) => upsert_user(db, &user, now).await,
                 ImportRecord::Project(project) => {
-                    upsert_project(db, *project, now, &mut known_organizations).await
+                    upsert_project(db, dialect, *project, now, &mut known_organizations).await
                 }
                 ImportRecord::ProxySettings(settings) => upsert_proxy_settings(db, &settings).await,
             };
@@ -237,6 +276,7 @@ async fn upsert_user(db: &mut dyn Db, user: &User, now: Timestamp) -> Result<(),
 /// keeps a re-import a no-op even when a file names a project twice.
 async fn upsert_project(
     db: &mut dyn Db,
+    dialect: Dialect,
     mut project: Project,
     now: Timestamp,
     known_organizations: &mut HashMap<String, i64>,
@@ -290,7 +330,7 @@ async fn upsert_project(
         }
     };
     let millis = |at: Option<Timestamp>| at.unwrap_or(now).as_millis();
-    let upsert = db.project_upsert_sql();
+    let upsert = (dialect.project_upsert)();
     db.execute(
         upsert,
         &[

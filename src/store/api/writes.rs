@@ -3,15 +3,13 @@
 //! in an organization, `If-Match` against an object's version, the replay
 //! and keeping of `Idempotency-Key` answers, and the audit record.
 
-use super::listings::timestamp_opt;
-use super::{Db, Param, query_all, query_opt};
+use super::request::{IDEMPOTENCY_WINDOW_MILLIS, ObjectAnswer, WriteRequest};
 use crate::domain::access::{self, Action, Facts, Refusal, TokenState};
 use crate::domain::directory::Role;
 use crate::domain::time::Timestamp;
-use crate::store::StoreError;
-use crate::store::writes::{
-    AuditQuery, AuditRecord, IDEMPOTENCY_WINDOW_MILLIS, ObjectAnswer, WriteRequest,
-};
+use crate::store::error::StoreError;
+use crate::store::sql::db::{Db, Param, query_opt};
+use crate::store::sql::keyset::timestamp_opt;
 
 /// Expired idempotency keys removed by one write, at most: the clean-up is
 /// bounded work, spread over the writes that use keys.
@@ -309,57 +307,4 @@ pub(super) async fn record(
     )
     .await?;
     Ok(())
-}
-
-/// A page of the audit log, newest first.
-pub(super) async fn audit(
-    db: &mut dyn Db,
-    query: &AuditQuery,
-) -> Result<Vec<AuditRecord>, StoreError> {
-    // Optional filters as `(?n IS NULL OR column = ?n)` would keep one
-    // statement but defeat the indexes; each filter is written only when
-    // asked, its parameters numbered in order.
-    let mut conditions = Vec::new();
-    let mut params = Vec::new();
-    let since = query.since.map(|at| at.as_millis());
-    if let Some(since) = &since {
-        params.push(Param::Int(*since));
-        conditions.push(format!("at >= ?{}", params.len()));
-    }
-    if let Some(user_id) = &query.user_id {
-        params.push(Param::Text(user_id));
-        conditions.push(format!("user_id = ?{}", params.len()));
-    }
-    if let Some(object_id) = &query.object_id {
-        params.push(Param::Text(object_id));
-        conditions.push(format!("object_id = ?{}", params.len()));
-    }
-    params.push(Param::Int(i64::from(query.limit)));
-    let filter = if conditions.is_empty() {
-        String::new()
-    } else {
-        format!("WHERE {}", conditions.join(" AND "))
-    };
-    let sql = format!(
-        "SELECT seq, at, user_id, token_id, request_id, operation, object, object_id,
-                version_before, version_after
-           FROM audit_log {filter} ORDER BY at DESC, seq DESC LIMIT ?{}",
-        params.len()
-    );
-    query_all(db, &sql, &params, |row| {
-        Ok(AuditRecord {
-            seq: row.int(0)?,
-            at: Timestamp::from_millis(row.int(1)?)
-                .ok_or_else(|| StoreError::Internal("an audit time is out of range".into()))?,
-            user_id: row.text(2)?,
-            token_id: row.text(3)?,
-            request_id: row.text(4)?,
-            operation: row.text(5)?,
-            object: row.text(6)?,
-            object_id: row.text(7)?,
-            version_before: row.opt_int(8)?,
-            version_after: row.opt_int(9)?,
-        })
-    })
-    .await
 }

@@ -10,9 +10,10 @@
 //! gets a new version (its `ETag`), since its JSON did change; the caches of
 //! the read path see the rewrite as any write.
 
-use super::{Db, Param, query_all, query_opt, to_json, transaction};
 use crate::domain::project::Project;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
+use crate::store::operation::operation;
+use crate::store::sql::db::{Db, Param, query_all, query_opt, to_json, transaction};
 
 /// The shape of the project bodies this code writes. Raise it with every
 /// change of `Project`'s members.
@@ -24,7 +25,12 @@ const BATCH: i64 = 500;
 /// Rewrites the project bodies of an older shape; answers how many
 /// changed. Safe to run again after a crash half-way, and by several
 /// instances at once: a body already of the new shape is left as it is.
-pub(super) async fn upgrade(db: &mut dyn Db, _: &()) -> Result<u64, StoreError> {
+#[derive(Clone, Copy, Debug)]
+pub struct UpgradeStoredBodies;
+
+operation!(UpgradeStoredBodies => upgrade, OperatorWrite, "upgrade_stored_bodies" -> u64);
+
+async fn upgrade(db: &mut dyn Db, _: &UpgradeStoredBodies) -> Result<u64, StoreError> {
     let stored = query_opt(
         db,
         "SELECT version FROM stored_shapes WHERE kind = 'project'",

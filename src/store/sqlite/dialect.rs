@@ -1,6 +1,9 @@
-//! SQLite's page of several organizations' projects. Statements run in
-//! process and cost a microsecond or two each, so the page is assembled
-//! here from small ones, in one read transaction (one snapshot):
+//! SQLite's [`Dialect`]: where a new project's row goes, and the page of
+//! several organizations' projects.
+//!
+//! Statements run in process and cost a microsecond or two each, so the
+//! page is assembled here from small ones, in one read transaction (one
+//! snapshot):
 //!
 //! 1. The scan: the index on (created_at, id, organization_number) stepped
 //!    in page order, each entry's organization tested against the caller's
@@ -20,13 +23,41 @@
 use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
-use super::{PooledSqlite, SqliteRow};
 use crate::domain::organization_set::{Bitmap, OrganizationSet};
 use crate::domain::pagination::{Direction, PageRequest};
-use crate::store::sql::listings::{LONG_MERGE_ORGANIZATIONS, scan_budget};
-use crate::store::sql::{Param, Row as _};
-use crate::store::{JsonPage, JsonPageWriter, StoreError};
+use crate::store::api::projects::{LONG_MERGE_ORGANIZATIONS, scan_budget};
+use crate::store::error::StoreError;
+use crate::store::page::{JsonPage, JsonPageWriter};
+use crate::store::sql::db::{Db, Param, Row};
+use crate::store::sql::dialect::{Dialect, PROJECT_CONFLICT};
+
+/// The rowids of one organization's projects: organization number n owns
+/// (n + 1) * 2^32 to (n + 2) * 2^32 (migration V4).
+const ORGANIZATION_ROWS: i64 = 1 << 32;
+
+pub const SQLITE: Dialect = Dialect {
+    name: "sqlite",
+    project_upsert,
+    organizations_page: |db, set, page| Box::pin(organizations_page(db, set, page)),
+};
+
+/// A new project's row goes after its organization's last one (migration
+/// V4: rowids by organization, so that one organization's page reads a few
+/// table pages).
+fn project_upsert() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+                "INSERT INTO projects (rowid, id, organization_id, organization_number, created_at, updated_at, body, slug)
+                 VALUES ((SELECT COALESCE(MAX(rowid), (?6 + 1) * {ROWS}) + 1 FROM projects
+                           WHERE rowid > (?6 + 1) * {ROWS} AND rowid < (?6 + 2) * {ROWS}),
+                         ?1, ?2, ?6, ?3, ?4, ?5, ?7) {PROJECT_CONFLICT}",
+                ROWS = ORGANIZATION_ROWS
+            )
+    });
+    &SQL
+}
 
 /// An index entry: a project's place in the order, and its row.
 #[derive(Clone, Debug)]
@@ -43,20 +74,23 @@ impl Entry {
     }
 }
 
-pub(super) fn organizations_page(
-    connection: &mut PooledSqlite,
+async fn organizations_page(
+    db: &mut dyn Db,
     set: &OrganizationSet,
     page: &PageRequest,
 ) -> Result<JsonPage, StoreError> {
     // Inside the caller's transaction when there is one; a snapshot of its
     // own otherwise.
-    let own = connection.connection.is_autocommit();
+    let own = !db.in_transaction();
     if own {
-        connection.run_execute("BEGIN", &[])?;
+        db.begin_read().await?;
     }
-    let result = read(connection, set, page);
+    let result = read(db, set, page).await;
     if own {
-        let end = connection.run_execute(if result.is_ok() { "COMMIT" } else { "ROLLBACK" }, &[]);
+        let end = match &result {
+            Ok(_) => db.commit().await,
+            Err(_) => db.rollback().await,
+        };
         if let (Ok(_), Err(error)) = (&result, end) {
             return Err(error);
         }
@@ -64,14 +98,14 @@ pub(super) fn organizations_page(
     result
 }
 
-fn read(
-    connection: &mut PooledSqlite,
+async fn read(
+    db: &mut dyn Db,
     set: &OrganizationSet,
     page: &PageRequest,
 ) -> Result<JsonPage, StoreError> {
     let start = match &page.start_key {
         None => None,
-        Some(id) => match start_item(connection, id)? {
+        Some(id) => match start_item(db, id).await? {
             Some((created_at, organization)) if set.contains_number(organization) => {
                 Some((created_at, id.as_str()))
             }
@@ -80,50 +114,40 @@ fn read(
         },
     };
     let scanned = match (scan_budget(set, page), set.bitmap()) {
-        (Some(budget), Some(bitmap)) => scan(connection, bitmap, budget, start, page)?,
+        (Some(budget), Some(bitmap)) => scan(db, bitmap, budget, start, page).await?,
         _ => None,
     };
     let entries = match scanned {
         Some(entries) => entries,
-        None if set.len() >= LONG_MERGE_ORGANIZATIONS => {
-            off_the_worker(|| merge(connection, set, start, page))?
+        None => {
+            let long = set.len() >= LONG_MERGE_ORGANIZATIONS;
+            db.expect_long_statements(long);
+            let merged = merge(db, set, start, page).await;
+            db.expect_long_statements(false);
+            merged?
         }
-        None => merge(connection, set, start, page)?,
     };
-    bodies(connection, &entries, page)
+    bodies(db, &entries, page).await
 }
 
-/// Runs `work`, which may take a millisecond or more, without holding up
-/// the other requests of this worker thread: reads run on the request's
-/// own thread (`SqliteDriver::run`), and tokio hands the thread's other
-/// tasks to another thread meanwhile.
-fn off_the_worker<T>(work: impl FnOnce() -> T) -> T {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(work)
-        }
-        _ => work(),
-    }
-}
-
-fn start_item(connection: &mut PooledSqlite, id: &str) -> Result<Option<(i64, i64)>, StoreError> {
+async fn start_item(db: &mut dyn Db, id: &str) -> Result<Option<(i64, i64)>, StoreError> {
     let mut found = None;
-    connection.run_query(
+    db.query(
         "SELECT created_at, organization_number FROM projects WHERE id = ?1",
         &[Param::Text(id)],
         &mut |row| {
             found = Some((row.int(0)?, row.int(1)?));
             Ok(false)
         },
-    )?;
+    )
+    .await?;
     Ok(found)
 }
 
 /// The page's entries (and one more, when there is one) from the order of
 /// every project; `None` when the budget ran out first.
-fn scan(
-    connection: &mut PooledSqlite,
+async fn scan(
+    db: &mut dyn Db,
     bitmap: &Bitmap,
     budget: usize,
     start: Option<(i64, &str)>,
@@ -142,20 +166,21 @@ fn scan(
     }
     params.push(Param::Int(budget as i64));
     let (fetch, mut entries, mut read) = (page.fetch_count(), Vec::new(), 0);
-    connection.run_query(sql, &params, &mut |row| {
+    db.query(sql, &params, &mut |row| {
         read += 1;
         if bitmap.contains(row.int(3)?) {
             entries.push(entry(row)?);
         }
         Ok(entries.len() < fetch)
-    })?;
+    })
+    .await?;
     // Fewer entries than the budget: the list ended, and the page with it.
     Ok((entries.len() == fetch || read < budget).then_some(entries))
 }
 
 /// The page's entries (and one more) merged from the organizations'.
-fn merge(
-    connection: &mut PooledSqlite,
+async fn merge(
+    db: &mut dyn Db,
     set: &OrganizationSet,
     start: Option<(i64, &str)>,
     page: &PageRequest,
@@ -168,7 +193,7 @@ fn merge(
     };
     let mut heads = Vec::new();
     for &organization in set.numbers() {
-        let first = organization_range(connection, organization, start, None, 1, page)?;
+        let first = organization_range(db, organization, start, None, 1, page).await?;
         heads.extend(first.into_iter().map(|entry| (organization, entry)));
     }
     heads.sort_by(|a, b| in_order(&a.1, &b.1));
@@ -181,14 +206,9 @@ fn merge(
         // The `rank` better organizations each put their first entry above
         // every entry of this one.
         let room = fetch - rank;
-        found.extend(organization_range(
-            connection,
-            *organization,
-            start,
-            bound.as_ref(),
-            room,
-            page,
-        )?);
+        found.extend(
+            organization_range(db, *organization, start, bound.as_ref(), room, page).await?,
+        );
         if found.len() >= fetch {
             found.sort_by(in_order);
             found.truncate(fetch);
@@ -202,8 +222,8 @@ fn merge(
 
 /// Up to `limit` entries of one organization after `start` and no further
 /// than `bound` (inclusive), in the page's order.
-fn organization_range(
-    connection: &mut PooledSqlite,
+async fn organization_range(
+    db: &mut dyn Db,
     organization: i64,
     start: Option<(i64, &str)>,
     bound: Option<&Entry>,
@@ -226,52 +246,55 @@ fn organization_range(
     }
     params.push(Param::Int(limit as i64));
     let mut entries = Vec::with_capacity(limit.min(64));
-    connection.run_query(sql, &params, &mut |row| {
+    db.query(sql, &params, &mut |row| {
         entries.push(entry(row)?);
         Ok(true)
-    })?;
+    })
+    .await?;
     Ok(entries)
 }
 
 /// The page: the first `limit` entries with their bodies; one more entry
 /// tells that more follow.
-fn bodies(
-    connection: &mut PooledSqlite,
+async fn bodies(
+    db: &mut dyn Db,
     entries: &[Entry],
     page: &PageRequest,
 ) -> Result<JsonPage, StoreError> {
     let limit = page.limit as usize;
-    let mut out = JsonPageWriter {
-        has_more: entries.len() > limit,
-        ..JsonPageWriter::default()
-    };
-    // One statement, bound again for each row.
-    let mut statement = connection
-        .connection
-        .prepare_cached("SELECT body FROM projects WHERE rowid = ?1")?;
+    let mut out = JsonPageWriter::default();
+    out.has_more = entries.len() > limit;
     for entry in entries.iter().take(limit) {
-        let mut rows = statement.query([entry.rowid])?;
-        let Some(row) = rows.next()? else {
+        let mut found = false;
+        db.query(
+            "SELECT body FROM projects WHERE rowid = ?1",
+            &[Param::Int(entry.rowid)],
+            &mut |row| {
+                found = true;
+                out.push(
+                    |key| {
+                        key.push_str(&entry.id);
+                        Ok::<_, StoreError>(())
+                    },
+                    |json| row.append_bytes(0, json),
+                )?;
+                Ok(false)
+            },
+        )
+        .await?;
+        if !found {
             return Err(StoreError::Internal(format!(
                 "project {} left its row during a read transaction",
                 entry.id
             )));
-        };
-        out.push(
-            |key| {
-                key.push_str(&entry.id);
-                Ok::<_, StoreError>(())
-            },
-            |json| SqliteRow(row).append_bytes(0, json),
-        )?;
+        }
         out.reserve_rest(limit);
     }
-    super::count_steps(&statement);
     Ok(out.finish())
 }
 
 /// An entry from a row whose first columns are rowid, created_at and id.
-fn entry(row: &dyn crate::store::sql::Row) -> Result<Entry, StoreError> {
+fn entry(row: &dyn Row) -> Result<Entry, StoreError> {
     Ok(Entry {
         rowid: row.int(0)?,
         created_at: row.int(1)?,

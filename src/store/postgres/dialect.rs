@@ -1,5 +1,6 @@
-//! PostgreSQL's page of several organizations' projects, in one statement
-//! when the caller's organizations hold most projects, two at most.
+//! PostgreSQL's [`Dialect`]: the statement that writes a project, and the
+//! page of several organizations' projects, in one statement when the
+//! caller's organizations hold most projects, two at most.
 //!
 //! 1. The scan: the index on (created_at, id) INCLUDE (organization_number)
 //!    walked in page order, each entry tested against the caller's
@@ -18,17 +19,35 @@
 //! in one statement, one snapshot, whose start item is looked up and
 //! checked against the caller's organizations inside it.
 
-use std::sync::OnceLock;
+use std::sync::{LazyLock, OnceLock};
 
-use super::PgSession;
 use crate::domain::organization_set::{Bitmap, OrganizationSet};
 use crate::domain::pagination::{Direction, PageRequest};
-use crate::store::sql::listings::{LONG_MERGE_ORGANIZATIONS, json_page, scan_budget};
-use crate::store::sql::{Db, Param};
-use crate::store::{JsonPage, StoreError};
+use crate::store::api::projects::{LONG_MERGE_ORGANIZATIONS, scan_budget};
+use crate::store::error::StoreError;
+use crate::store::page::JsonPage;
+use crate::store::sql::db::{Db, Param};
+use crate::store::sql::dialect::{Dialect, PROJECT_CONFLICT};
+use crate::store::sql::keyset::json_page;
 
-pub(super) async fn organizations_page(
-    db: &mut PgSession,
+pub const POSTGRES: Dialect = Dialect {
+    name: "postgres",
+    project_upsert,
+    organizations_page: |db, set, page| Box::pin(organizations_page(db, set, page)),
+};
+
+fn project_upsert() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+                "INSERT INTO projects (id, organization_id, organization_number, created_at, updated_at, body, slug)
+                 VALUES (?1, ?2, ?6, ?3, ?4, ?5, ?7) {PROJECT_CONFLICT}"
+            )
+    });
+    &SQL
+}
+
+async fn organizations_page(
+    db: &mut dyn Db,
     set: &OrganizationSet,
     page: &PageRequest,
 ) -> Result<JsonPage, StoreError> {
@@ -41,9 +60,9 @@ pub(super) async fn organizations_page(
         }
     }
     let long = set.len() >= LONG_MERGE_ORGANIZATIONS;
-    db.apart(long);
+    db.expect_long_statements(long);
     let merged = merge(db, set, page).await;
-    db.apart(false);
+    db.expect_long_statements(false);
     merged
 }
 

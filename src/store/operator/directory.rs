@@ -1,39 +1,29 @@
-//! Writes of the operator's commands and of token use.
+//! The operator's writes to the directory (`proxydeck admin org|user|token
+//! ...`): organizations, users and their memberships, tokens, and the
+//! removal of a project.
 
 use std::collections::BTreeMap;
 
-use super::{Db, Param, exists, query_all, transaction};
 use crate::domain::FieldError;
-use crate::domain::api_token::{ApiToken, ApiTokenTag};
+use crate::domain::api_token::ApiToken;
 use crate::domain::directory::{MAX_SLUG_CHARS, Organization, Role, User, slug_of};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
-use crate::store::{NewToken, StoreError, TokenUse};
+use crate::store::api::api_tokens::insert_token;
+use crate::store::error::StoreError;
+use crate::store::operation::operation;
+use crate::store::sql::db::{Db, Param, exists, query_all, transaction};
+use crate::store::tokens::NewToken;
 
-pub(super) async fn record_token_uses(
-    db: &mut dyn Db,
-    uses: &[TokenUse],
-) -> Result<(), StoreError> {
-    transaction!(db, begin_write, {
-        for used in uses {
-            // Never backwards: several instances may report the same token.
-            db.execute(
-                "UPDATE api_tokens SET last_used_at = ?2
-                 WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)",
-                &[
-                    Param::Text(&used.token_id),
-                    Param::Int(used.used_at.as_millis()),
-                ],
-            )
-            .await?;
-        }
-        Ok(())
-    })
-}
+/// A new organization; without a slug, one is made from its name.
+#[derive(Clone, Debug)]
+pub struct CreateOrganization(pub Organization);
 
-pub(super) async fn create_organization(
+operation!(CreateOrganization => create_organization, OperatorWrite, "create_organization" -> Organization);
+
+async fn create_organization(
     db: &mut dyn Db,
-    organization: &Organization,
+    CreateOrganization(organization): &CreateOrganization,
 ) -> Result<Organization, StoreError> {
     let mut organization = organization.clone();
     let created_at = *organization.created_at.get_or_insert_with(Timestamp::now);
@@ -45,7 +35,7 @@ pub(super) async fn create_organization(
         insert_organization(db, &organization, &slug, created_at.as_millis())
             .await
             .map_err(|e| {
-                conflict(e, || {
+                e.conflict_named(|| {
                     format!(
                         "organization {} or slug {slug} already exists",
                         organization.id
@@ -59,7 +49,7 @@ pub(super) async fn create_organization(
 }
 
 /// Writes a new organization (a slug taken is a `Conflict`).
-pub(super) async fn insert_organization(
+pub(crate) async fn insert_organization(
     db: &mut dyn Db,
     organization: &Organization,
     slug: &str,
@@ -85,7 +75,7 @@ const SLUG_TRIES: u32 = 20;
 
 /// The slug a new organization gets: its name's ([`slug_of`]), with `-2`,
 /// `-3`, ... when that one is taken.
-pub(super) async fn unique_slug(
+pub(crate) async fn unique_slug(
     db: &mut dyn Db,
     organization: &Organization,
 ) -> Result<String, StoreError> {
@@ -114,7 +104,13 @@ pub(super) async fn unique_slug(
     Ok(organization.id.clone())
 }
 
-pub(super) async fn create_user(db: &mut dyn Db, user: &User) -> Result<User, StoreError> {
+/// A new user with its memberships.
+#[derive(Clone, Debug)]
+pub struct CreateUser(pub User);
+
+operation!(CreateUser => create_user, OperatorWrite, "create_user" -> User);
+
+async fn create_user(db: &mut dyn Db, CreateUser(user): &CreateUser) -> Result<User, StoreError> {
     let mut user = user.clone();
     let created_at = *user.created_at.get_or_insert_with(Timestamp::now);
     transaction!(db, begin_write, {
@@ -131,7 +127,7 @@ pub(super) async fn create_user(db: &mut dyn Db, user: &User) -> Result<User, St
             ],
         )
         .await
-        .map_err(|e| conflict(e, || format!("user {} already exists", user.id)))?;
+        .map_err(|e| e.conflict_named(|| format!("user {} already exists", user.id)))?;
         replace_memberships(db, &user.id, created_at, &user.roles).await
     })?;
     Ok(user)
@@ -139,7 +135,7 @@ pub(super) async fn create_user(db: &mut dyn Db, user: &User) -> Result<User, St
 
 /// The first organization of the user's that does not exist, as an error
 /// naming it as the user's line did (`organizations[i]` or `roles.<id>`).
-pub(super) async fn missing_organization(
+pub(crate) async fn missing_organization(
     db: &mut dyn Db,
     user: &User,
 ) -> Result<Option<FieldError>, StoreError> {
@@ -176,7 +172,7 @@ pub(super) async fn missing_organization(
 /// age; a new one is as old as the later of the user and the organization
 /// (`user_created_at`; docs/management.md, "Roles and organizations").
 /// Answers whether anything changed.
-pub(super) async fn replace_memberships(
+pub(crate) async fn replace_memberships(
     db: &mut dyn Db,
     user_id: &str,
     user_created_at: Timestamp,
@@ -244,63 +240,29 @@ pub(super) async fn replace_memberships(
     Ok(true)
 }
 
-pub(super) async fn create_token(
+/// A new token of a user (`admin token create`).
+#[derive(Clone, Debug)]
+pub struct CreateToken(pub NewToken);
+
+operation!(CreateToken => create_token, OperatorWrite, "create_token" -> ApiToken);
+
+async fn create_token(
     db: &mut dyn Db,
-    token: &NewToken,
+    CreateToken(token): &CreateToken,
 ) -> Result<ApiToken, StoreError> {
     transaction!(db, begin_write, { insert_token(db, token).await })
 }
 
-/// Stores a new token inside the caller's transaction; answers the
-/// api_token object with its hint in `token`.
-pub(super) async fn insert_token(
-    db: &mut dyn Db,
-    token: &NewToken,
-) -> Result<ApiToken, StoreError> {
-    if !exists(
-        db,
-        "SELECT 1 FROM users WHERE id = ?1",
-        &[Param::Text(&token.user_id)],
-    )
-    .await?
-    {
-        return Err(StoreError::NotFound {
-            kind: "user",
-            id: token.user_id.clone(),
-        });
-    }
-    db.execute(
-        "INSERT INTO api_tokens
-           (id, user_id, name, from_browser, digest, hint, created_at, updated_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
-        &[
-            Param::Text(&token.id),
-            Param::Text(&token.user_id),
-            Param::Text(&token.name),
-            Param::Bool(token.from_browser),
-            Param::Bytes(&token.digest.0),
-            Param::Text(&token.hint),
-            Param::Int(token.created_at.as_millis()),
-            Param::OptInt(token.expires_at.map(Timestamp::as_millis)),
-        ],
-    )
-    .await
-    .map_err(|e| conflict(e, || format!("api token {} already exists", token.id)))?;
-    Ok(ApiToken {
-        object: ApiTokenTag::Tag,
-        id: token.id.clone(),
-        user_id: token.user_id.clone(),
-        name: token.name.clone(),
-        from_browser: token.from_browser,
-        last_used_at: None,
-        expires_at: token.expires_at,
-        created_at: token.created_at,
-        updated_at: token.created_at,
-        token: token.hint.clone(),
-    })
-}
+/// Revokes a token (`admin token revoke`); revoking twice is not an error.
+#[derive(Clone, Debug)]
+pub struct RevokeToken(pub String);
 
-pub(super) async fn revoke_token(db: &mut dyn Db, token_id: &str) -> Result<(), StoreError> {
+operation!(RevokeToken => revoke_token, OperatorWrite, "revoke_token" -> ());
+
+async fn revoke_token(
+    db: &mut dyn Db,
+    RevokeToken(token_id): &RevokeToken,
+) -> Result<(), StoreError> {
     let now = Timestamp::now().as_millis();
     transaction!(db, begin_write, {
         let changed = db.execute(
@@ -326,7 +288,18 @@ pub(super) async fn revoke_token(db: &mut dyn Db, token_id: &str) -> Result<(), 
     })
 }
 
-pub(super) async fn delete_project(db: &mut dyn Db, project_id: &str) -> Result<(), StoreError> {
+/// Removes a project from every listing (`admin project delete`). Its id
+/// stays known, so a walk whose `start_key` names it goes on from where it
+/// stood.
+#[derive(Clone, Debug)]
+pub struct RemoveProject(pub String);
+
+operation!(RemoveProject => remove_project, OperatorWrite, "delete_project" -> ());
+
+async fn remove_project(
+    db: &mut dyn Db,
+    RemoveProject(project_id): &RemoveProject,
+) -> Result<(), StoreError> {
     let now = Timestamp::now().as_millis();
     transaction!(db, begin_write, {
         let changed = db
@@ -344,13 +317,4 @@ pub(super) async fn delete_project(db: &mut dyn Db, project_id: &str) -> Result<
             })
         }
     })
-}
-
-/// A uniqueness violation (which drivers report as `Conflict`) gets its
-/// proper message; anything else keeps its meaning.
-fn conflict(error: StoreError, message: impl FnOnce() -> String) -> StoreError {
-    match error {
-        StoreError::Conflict(_) => StoreError::Conflict(message()),
-        other => other,
-    }
 }

@@ -5,12 +5,15 @@
 
 use std::collections::BTreeMap;
 
-use super::listings::{objects_page, timestamp};
-use super::{Db, Param, Row, exists, query_opt, to_json, transaction};
 use crate::domain::directory::{
     OrganizationObject, OrganizationTag, OrganizationType, Role, UserTag, UserWithRoles,
 };
-use crate::store::{JsonPage, OrganizationsQuery, StoreError, WhichOrganization};
+use crate::store::error::StoreError;
+use crate::store::listing::OrganizationsQuery;
+use crate::store::operation::operation;
+use crate::store::page::JsonPage;
+use crate::store::sql::db::{Db, Param, Row, exists, query_opt, to_json, transaction};
+use crate::store::sql::keyset::{objects_page, timestamp};
 
 /// The columns [`organization`] reads, in its order, of `organizations o`
 /// (a macro, for `concat!`).
@@ -35,12 +38,12 @@ macro_rules! from_memberships {
     };
 }
 
-pub(super) fn role(row: &dyn Row, column: usize) -> Result<Role, StoreError> {
+pub(crate) fn role(row: &dyn Row, column: usize) -> Result<Role, StoreError> {
     let text = row.str(column)?;
     Role::parse(text).ok_or_else(|| StoreError::Internal(format!("stored role {text:?}")))
 }
 
-pub(super) fn organization_type(
+pub(crate) fn organization_type(
     row: &dyn Row,
     column: usize,
 ) -> Result<OrganizationType, StoreError> {
@@ -61,10 +64,15 @@ fn organization(row: &dyn Row) -> Result<OrganizationObject, StoreError> {
     })
 }
 
-pub(super) async fn user_with_roles(
-    db: &mut dyn Db,
-    user_id: &str,
-) -> Result<Option<UserWithRoles>, StoreError> {
+/// getMe: the user with its roles; `None` when there is no such user.
+#[derive(Clone, Debug)]
+pub struct Me {
+    pub user_id: String,
+}
+
+operation!(Me => me, Read, "user_with_roles" -> Option<UserWithRoles>);
+
+async fn me(db: &mut dyn Db, Me { user_id }: &Me) -> Result<Option<UserWithRoles>, StoreError> {
     transaction!(db, begin_read, {
         let Some(mut user) = query_opt(
             db,
@@ -109,9 +117,30 @@ pub(super) async fn user_with_roles(
     })
 }
 
-pub(super) async fn member_organization(
+/// Which of a user's organizations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WhichOrganization {
+    /// The one with this id (a normalised organization id).
+    Id(String),
+    /// The oldest membership's: by the membership's age, then the
+    /// organization's `created_at`, then its id.
+    Oldest,
+}
+
+/// getOrganization, getMyOrganization: the organization `which` names,
+/// when `user_id` is one of its members; `None` otherwise, whether it
+/// exists or not.
+#[derive(Clone, Debug)]
+pub struct MemberOrganization {
+    pub user_id: String,
+    pub which: WhichOrganization,
+}
+
+operation!(MemberOrganization => member_organization, Read, "member_organization" -> Option<OrganizationObject>);
+
+async fn member_organization(
     db: &mut dyn Db,
-    (user_id, which): &(String, WhichOrganization),
+    MemberOrganization { user_id, which }: &MemberOrganization,
 ) -> Result<Option<OrganizationObject>, StoreError> {
     match which {
         WhichOrganization::Id(id) => {
@@ -155,11 +184,11 @@ pub(super) async fn member_organization(
 /// among the caller's (of that type). An empty page after a start key is
 /// told apart from one that names no item of the list in one snapshot,
 /// as the api_token listing does.
-pub(super) async fn organizations_page(
+pub(crate) async fn page(
     db: &mut dyn Db,
     query: &OrganizationsQuery,
 ) -> Result<JsonPage, StoreError> {
-    let found = page(db, query).await?;
+    let found = organizations_page(db, query).await?;
     if found.count > 0 || query.page.start_key.is_none() {
         return Ok(found);
     }
@@ -193,11 +222,14 @@ pub(super) async fn organizations_page(
         if !of_the_list {
             return Err(StoreError::UnknownStartKey);
         }
-        page(db, query).await
+        organizations_page(db, query).await
     })
 }
 
-async fn page(db: &mut dyn Db, query: &OrganizationsQuery) -> Result<JsonPage, StoreError> {
+async fn organizations_page(
+    db: &mut dyn Db,
+    query: &OrganizationsQuery,
+) -> Result<JsonPage, StoreError> {
     let page = &query.page;
     let mut params = vec![Param::Text(&query.user_id)];
     let (select, start) = match query.kind {

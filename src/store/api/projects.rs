@@ -1,22 +1,30 @@
-//! The management API's project operations: create, read one, update,
-//! delete; each write checks the caller's role, `If-Match` and the slug's
-//! uniqueness inside its transaction and records itself in the audit
-//! (`writes.rs`).
+//! Projects: a page of the caller's organizations' projects (one
+//! organization's in the shared SQL, several organizations' in the
+//! dialect's), and getProject, createProject, updateProject,
+//! deleteProject. Each write checks the caller's rights, `If-Match` and
+//! the slug's uniqueness inside its transaction and records itself in the
+//! audit (`writes.rs`).
 
 use serde_json::{Map, Value};
 
+use super::request::{ObjectAnswer, WriteRequest};
 use super::writes::{self, Change, Target};
-use super::{Db, Param, exists, query_opt, to_json, transaction};
 use crate::domain::access::Action;
 use crate::domain::organization_set::OrganizationSet;
+use crate::domain::pagination::PageRequest;
 use crate::domain::project::Project;
 use crate::domain::time::Timestamp;
-use crate::store::StoreError;
-use crate::store::writes::{ObjectAnswer, WriteRequest};
+use crate::store::error::StoreError;
+use crate::store::listing::{ListingKey, ProjectsQuery};
+use crate::store::operation::operation;
+use crate::store::page::JsonPage;
+use crate::store::sql::db::{Db, Param, exists, query_opt, to_json, transaction};
+use crate::store::sql::dialect::Dialect;
+use crate::store::sql::keyset::{StartKeys, json_page, keyset_select};
 
-/// What getProject reads.
+/// getProject: one project the caller can see, with its version.
 #[derive(Clone, Debug)]
-pub struct ProjectRead {
+pub struct GetProject {
     pub id: String,
     /// The caller's organizations.
     pub visible_to: OrganizationSet,
@@ -38,7 +46,113 @@ fn no_organization() -> StoreError {
     }
 }
 
-pub(super) async fn get(db: &mut dyn Db, read: &ProjectRead) -> Result<ObjectAnswer, StoreError> {
+/// A page of projects. One organization's is a range read on its index
+/// (`one_organization_page`); several organizations' pages are read the
+/// way each dialect reads them best (`Dialect::organizations_page`), both
+/// bounded by the page: never one statement per organization with a page
+/// of rows each. Either resolves the start key inside its own statements
+/// and reads nothing after one that is not an item of the list, so an
+/// empty page after a start key is told apart from the end of the list
+/// afterwards, in one snapshot.
+pub(crate) async fn page(
+    db: &mut dyn Db,
+    dialect: Dialect,
+    key: &ListingKey,
+    query: &ProjectsQuery,
+) -> Result<JsonPage, StoreError> {
+    let found = projects_page(db, dialect, key, query).await?;
+    if found.count > 0 || query.page.start_key.is_none() {
+        return Ok(found);
+    }
+    transaction!(db, begin_read, {
+        let Some(start) = &query.page.start_key else {
+            return Ok(JsonPage::default());
+        };
+        let organization = query_opt(
+            db,
+            "SELECT organization_number FROM projects WHERE id = ?1",
+            &[Param::Text(start)],
+            |row| row.int(0),
+        )
+        .await?;
+        if !organization.is_some_and(|n| query.organizations.contains_number(n)) {
+            return Err(StoreError::UnknownStartKey);
+        }
+        projects_page(db, dialect, key, query).await
+    })
+}
+
+async fn projects_page(
+    db: &mut dyn Db,
+    dialect: Dialect,
+    key: &ListingKey,
+    query: &ProjectsQuery,
+) -> Result<JsonPage, StoreError> {
+    let page = &query.page;
+    match query.organizations.numbers() {
+        [] => Ok(JsonPage::default()),
+        [organization] => match db.own_organization_page(key, *organization, page).await {
+            Some(found) => found,
+            None => one_organization_page(db, *organization, page).await,
+        },
+        _ => (dialect.organizations_page)(db, &query.organizations, page).await,
+    }
+}
+
+/// One organization's page of projects: one range read on the index
+/// (organization_number, created_at, id), already in page order, the start
+/// item found by a subquery (one statement, one snapshot).
+pub(crate) async fn one_organization_page(
+    db: &mut dyn Db,
+    organization: i64,
+    page: &PageRequest,
+) -> Result<JsonPage, StoreError> {
+    let sql = keyset_select(
+        "SELECT created_at, id, body FROM projects WHERE deleted_at IS NULL AND organization_number = ?1",
+        1,
+        &["created_at", "id"],
+        StartKeys::Selected {
+            subquery: "SELECT created_at, id FROM projects WHERE id = ?2 AND organization_number = ?1",
+            binds: 1,
+        },
+        page,
+    );
+    let mut params = vec![Param::Int(organization)];
+    params.extend(page.start_key.as_deref().map(Param::Text));
+    params.push(Param::Int(page.fetch_count() as i64));
+    json_page(db, sql, &params, page, 2, |row, key| {
+        row.append_text(1, key)
+    })
+    .await
+}
+
+/// Organizations from which on a page merged organization by organization
+/// may take a millisecond or more: the drivers then keep it from holding
+/// up cheaper reads (SQLite: off the request's worker thread; PostgreSQL:
+/// on a connection of its own).
+pub(crate) const LONG_MERGE_ORGANIZATIONS: usize = 64;
+
+/// Organizations a caller must be in, at least, for a page of their
+/// projects to be looked for first in the order of every project (the
+/// index on (created_at, id, organization_number)): below it, reading each
+/// organization's first rows costs less.
+const SCAN_MIN_ORGANIZATIONS: usize = 4;
+
+/// How many entries of the order of every project a page of `set`'s
+/// projects may read before giving up for the organization-by-organization
+/// read, when it should try that order first at all: while the caller's
+/// organizations hold most projects (an agency, a support account), a page
+/// is found in about `limit` entries; where they are sparse, the budget
+/// keeps the attempt within a small multiple of what reading organization
+/// by organization costs (one entry per organization, and the page).
+pub(crate) fn scan_budget(set: &OrganizationSet, page: &PageRequest) -> Option<usize> {
+    (set.len() >= SCAN_MIN_ORGANIZATIONS && set.bitmap().is_some())
+        .then(|| 4 * (set.len() + page.fetch_count()))
+}
+
+operation!(GetProject => get, Read, "get_project" -> ObjectAnswer);
+
+async fn get(db: &mut dyn Db, read: &GetProject) -> Result<ObjectAnswer, StoreError> {
     let (organization_id, answer) = transaction!(db, begin_read, {
         query_opt(
             db,
@@ -69,11 +183,21 @@ pub(super) async fn get(db: &mut dyn Db, read: &ProjectRead) -> Result<ObjectAns
     }
 }
 
-pub(super) async fn create(
+/// createProject: `project` is checked already and has its new id. With
+/// an idempotency key, the key's first answer may come instead.
+#[derive(Clone, Debug)]
+pub struct CreateProject {
+    pub request: WriteRequest,
+    pub project: Project,
+}
+
+operation!(CreateProject => create with dialect, Write, "create_project" -> ObjectAnswer);
+
+async fn create(
     db: &mut dyn Db,
-    input: &(WriteRequest, Project),
+    dialect: Dialect,
+    CreateProject { request, project }: &CreateProject,
 ) -> Result<ObjectAnswer, StoreError> {
-    let (request, project) = input;
     let now = Timestamp::now();
     transaction!(db, begin_write, {
         let organization = &project.organization_id;
@@ -93,7 +217,7 @@ pub(super) async fn create(
         project.created_at = Some(now);
         project.updated_at = Some(now);
         let body = to_json(&project)?;
-        let upsert = db.project_upsert_sql();
+        let upsert = (dialect.project_upsert)();
         db.execute(
             upsert,
             &[
@@ -125,11 +249,25 @@ pub(super) async fn create(
     })
 }
 
-pub(super) async fn update(
+/// updateProject: sets `members` (checked against the operation's schema
+/// already; `null` puts a member back to its default).
+#[derive(Clone, Debug)]
+pub struct UpdateProject {
+    pub request: WriteRequest,
+    pub id: String,
+    pub members: Map<String, Value>,
+}
+
+operation!(UpdateProject => update, Write, "update_project" -> ObjectAnswer);
+
+async fn update(
     db: &mut dyn Db,
-    input: &(WriteRequest, String, Map<String, Value>),
+    UpdateProject {
+        request,
+        id,
+        members,
+    }: &UpdateProject,
 ) -> Result<ObjectAnswer, StoreError> {
-    let (request, id, members) = input;
     let now = Timestamp::now();
     transaction!(db, begin_write, {
         let (mut project, version) = locked_project(db, request, id, now).await?;
@@ -168,11 +306,20 @@ pub(super) async fn update(
     })
 }
 
-pub(super) async fn delete(
+/// deleteProject: removes a project from every listing, as the operator's
+/// `RemoveProject` does, for a caller who may.
+#[derive(Clone, Debug)]
+pub struct DeleteProject {
+    pub request: WriteRequest,
+    pub id: String,
+}
+
+operation!(DeleteProject => delete, Write, "remove_project" -> ObjectAnswer);
+
+async fn delete(
     db: &mut dyn Db,
-    input: &(WriteRequest, String),
+    DeleteProject { request, id }: &DeleteProject,
 ) -> Result<ObjectAnswer, StoreError> {
-    let (request, id) = input;
     let now = Timestamp::now();
     transaction!(db, begin_write, {
         let (_, version) = locked_project(db, request, id, now).await?;
@@ -226,7 +373,7 @@ async fn locked_project(
 /// (its own, or its proxy settings) and answers that organization: 401
 /// for a token no longer good, 404 for a project unknown or invisible to
 /// the caller, 403 for a member ([`writes::authorize`]).
-pub(super) async fn lock_writable_project(
+pub(crate) async fn lock_writable_project(
     db: &mut dyn Db,
     request: &WriteRequest,
     id: &str,

@@ -2,11 +2,7 @@
 //! the object: who writes (for the audit), the operation, the request's
 //! `If-Match` and `Idempotency-Key`, and what it answers: one object's JSON
 //! with its version (the strong `ETag`). The SQL side of it is
-//! `sql/writes.rs`; each kind of object adds its operations on top.
-
-use serde::Serialize;
-
-use crate::domain::time::Timestamp;
+//! `writes.rs`; each resource adds its operations on top.
 
 /// How long an `Idempotency-Key` answers with its first answer.
 pub const IDEMPOTENCY_WINDOW_MILLIS: i64 = 24 * 60 * 60 * 1000;
@@ -61,30 +57,4 @@ pub struct IdempotencyKey {
 pub struct ObjectAnswer {
     pub body: String,
     pub version: i64,
-}
-
-/// Which audit records to list, newest first.
-#[derive(Clone, Debug, Default)]
-pub struct AuditQuery {
-    pub since: Option<Timestamp>,
-    pub user_id: Option<String>,
-    pub object_id: Option<String>,
-    pub limit: u32,
-}
-
-/// One accepted write.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct AuditRecord {
-    /// Its place in the log.
-    #[serde(skip)]
-    pub seq: i64,
-    pub at: Timestamp,
-    pub user_id: String,
-    pub token_id: String,
-    pub request_id: String,
-    pub operation: String,
-    pub object: String,
-    pub object_id: String,
-    pub version_before: Option<i64>,
-    pub version_after: Option<i64>,
 }

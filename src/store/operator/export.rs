@@ -5,16 +5,24 @@ use std::collections::{BTreeMap, HashMap};
 
 use tokio::sync::mpsc;
 
-use super::directory::{organization_type, role};
-use super::listings::{api_token, timestamp, timestamp_opt, token_columns};
-use super::{Db, Param, exists, query_all, query_opt, to_json, transaction};
 use crate::domain::api_token::TokenRecord;
 use crate::domain::directory::{Organization, OrganizationTag, Role, User, UserTag};
 use crate::domain::import::ObjectCounts;
 use crate::domain::proxy_settings::ProxySettings;
-use crate::store::StoreError;
+use crate::store::api::api_tokens::{api_token, token_columns};
+use crate::store::api::directory::{organization_type, role};
+use crate::store::error::StoreError;
+use crate::store::operation::operation;
+use crate::store::sql::db::{Db, Param, exists, query_all, query_opt, to_json, transaction};
+use crate::store::sql::keyset::{timestamp, timestamp_opt};
 
-pub(super) async fn count_objects(db: &mut dyn Db) -> Result<ObjectCounts, StoreError> {
+/// How many objects of each kind an export would write now.
+#[derive(Clone, Copy, Debug)]
+pub struct CountObjects;
+
+operation!(CountObjects => count_objects, OperatorRead, "count_objects" -> ObjectCounts);
+
+async fn count_objects(db: &mut dyn Db, _: &CountObjects) -> Result<ObjectCounts, StoreError> {
     async fn count(db: &mut dyn Db, sql: &str) -> Result<u64, StoreError> {
         let n = query_opt(db, sql, &[], |row| row.int(0)).await?;
         Ok(n.unwrap_or(0) as u64)
@@ -34,13 +42,18 @@ pub(super) async fn count_objects(db: &mut dyn Db) -> Result<ObjectCounts, Store
     })
 }
 
-/// Sends each line into `lines`; stops early (without error) when the
-/// receiving side is gone. It blocks while the receiver catches up: it runs
-/// on a thread of its own.
-pub(super) async fn export(
-    db: &mut dyn Db,
-    lines: &mpsc::Sender<String>,
-) -> Result<ObjectCounts, StoreError> {
+/// The whole store, tokens excepted, as lines of the import format
+/// (without line breaks), from one snapshot: organizations, users,
+/// projects, proxy settings, each in creation order. Sends each line into
+/// the sender; stops early (without error) when the receiving side is
+/// gone. It blocks while the receiver catches up: it runs on a thread of
+/// its own.
+#[derive(Clone, Debug)]
+pub struct Export(pub mpsc::Sender<String>);
+
+operation!(Export => export, OperatorStream, "export" -> ObjectCounts);
+
+async fn export(db: &mut dyn Db, Export(lines): &Export) -> Result<ObjectCounts, StoreError> {
     // One read transaction: the export is one consistent snapshot.
     transaction!(db, begin_read, {
         let mut counts = ObjectCounts::default();
@@ -90,7 +103,16 @@ pub(super) async fn export(
     })
 }
 
-pub(super) async fn organizations(db: &mut dyn Db) -> Result<Vec<Organization>, StoreError> {
+/// Every organization, in creation order.
+#[derive(Clone, Copy, Debug)]
+pub struct AllOrganizations;
+
+operation!(AllOrganizations => organizations, OperatorRead, "list_organizations" -> Vec<Organization>);
+
+async fn organizations(
+    db: &mut dyn Db,
+    _: &AllOrganizations,
+) -> Result<Vec<Organization>, StoreError> {
     let mut all = Vec::new();
     each_organization(db, &mut |organization| {
         all.push(organization);
@@ -100,7 +122,13 @@ pub(super) async fn organizations(db: &mut dyn Db) -> Result<Vec<Organization>, 
     Ok(all)
 }
 
-pub(super) async fn users(db: &mut dyn Db) -> Result<Vec<User>, StoreError> {
+/// Every user with its organizations, in creation order.
+#[derive(Clone, Copy, Debug)]
+pub struct AllUsers;
+
+operation!(AllUsers => users, OperatorRead, "list_users" -> Vec<User>);
+
+async fn users(db: &mut dyn Db, _: &AllUsers) -> Result<Vec<User>, StoreError> {
     transaction!(db, begin_read, {
         let mut all = Vec::new();
         each_user(db, &mut |user| {
@@ -112,9 +140,15 @@ pub(super) async fn users(db: &mut dyn Db) -> Result<Vec<User>, StoreError> {
     })
 }
 
-pub(super) async fn user_tokens(
+/// Every token of a user, revoked ones included, in creation order.
+#[derive(Clone, Debug)]
+pub struct UserTokens(pub String);
+
+operation!(UserTokens => user_tokens, OperatorRead, "list_user_tokens" -> Vec<TokenRecord>);
+
+async fn user_tokens(
     db: &mut dyn Db,
-    user_id: &str,
+    UserTokens(user_id): &UserTokens,
 ) -> Result<Vec<TokenRecord>, StoreError> {
     transaction!(db, begin_read, {
         if !exists(

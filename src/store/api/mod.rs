@@ -1,0 +1,32 @@
+//! The API's operations, by resource, in the SQL both dialects share: the
+//! listings' pages and each resource's reads and writes, with the
+//! machinery every write shares (`writes.rs`: who may write, `If-Match`,
+//! idempotency, the audit).
+
+pub mod api_tokens;
+pub mod auth;
+pub mod directory;
+pub mod projects;
+pub mod proxy_settings;
+pub mod request;
+pub(crate) mod writes;
+
+use crate::store::error::StoreError;
+use crate::store::listing::{Listing, ListingKey};
+use crate::store::page::JsonPage;
+use crate::store::sql::db::Db;
+use crate::store::sql::dialect::Dialect;
+
+/// A page of any listing: the end of the read path.
+pub(crate) async fn read_page(
+    db: &mut dyn Db,
+    dialect: Dialect,
+    key: &ListingKey,
+) -> Result<JsonPage, StoreError> {
+    match key.listing() {
+        Listing::Projects(query) => projects::page(db, dialect, key, query).await,
+        Listing::ApiTokens(query) => api_tokens::page(db, query).await,
+        Listing::ProxySettings(query) => proxy_settings::page(db, query).await,
+        Listing::Organizations(query) => directory::page(db, query).await,
+    }
+}

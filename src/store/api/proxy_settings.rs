@@ -1,0 +1,365 @@
+//! A project's proxy settings: the page of its revisions, and
+//! createProjectProxySettings and updateProjectProxySettings
+//! (`management.md`). Each write takes the project's organization lock
+//! (`projects::lock_writable_project`), so that revision numbers and the
+//! one active revision are decided one write at a time, and records every
+//! revision it changes in the audit (object id `PROJECT/REVISION`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::projects::lock_writable_project;
+use super::request::{ObjectAnswer, WriteRequest};
+use super::writes::{self, Change};
+use crate::domain::proxy_settings::ProxySettings;
+use crate::domain::time::Timestamp;
+use crate::store::error::StoreError;
+use crate::store::listing::ProxySettingsQuery;
+use crate::store::operation::operation;
+use crate::store::page::JsonPage;
+use crate::store::sql::db::{Db, Param, Row, exists, query_opt, to_json, transaction};
+use crate::store::sql::keyset::{StartKeys, json_page, keyset_select};
+
+/// What updateProjectProxySettings changes: the members present.
+#[derive(Clone, Debug, Default)]
+pub struct SettingsChange {
+    pub description: Option<String>,
+    pub is_active: Option<bool>,
+}
+
+const OBJECT: &str = "proxy_settings";
+
+fn no_revision() -> StoreError {
+    StoreError::NotFound {
+        kind: "proxy settings revision",
+        id: String::new(),
+    }
+}
+
+fn object_id(project_id: &str, revision: u32) -> String {
+    format!("{project_id}/{revision}")
+}
+
+/// A page of a project's revisions, when the caller may see the project.
+pub(crate) async fn page(
+    db: &mut dyn Db,
+    query: &ProxySettingsQuery,
+) -> Result<JsonPage, StoreError> {
+    let page = &query.page;
+    // `Some(None)`: a start key that is no revision; the read below
+    // reports it.
+    let start_revision = page.start_key.as_deref().map(parse_revision);
+    if start_revision != Some(None) {
+        // The common case in one statement (one snapshot, no transaction):
+        // the revisions joined to their project, whose organization tells
+        // whether the caller may see it, the start revision found by a
+        // subquery. Without rows it cannot tell an unknown or invisible
+        // project, an unknown start key and the end of the list apart: the
+        // transaction below tells.
+        let sql = keyset_select(
+            "SELECT s.revision, s.body, p.organization_number FROM proxy_settings s
+             JOIN projects p ON p.id = s.project_id
+             WHERE s.project_id = ?1 AND p.deleted_at IS NULL",
+            1,
+            &["s.revision"],
+            StartKeys::Selected {
+                subquery: "SELECT revision FROM proxy_settings WHERE project_id = ?1 AND revision = ?2",
+                binds: 1,
+            },
+            page,
+        );
+        let mut params = vec![Param::Text(&query.project_id)];
+        params.extend(start_revision.flatten().map(|r| Param::Int(r.into())));
+        params.push(Param::Int(page.fetch_count() as i64));
+        // Every row is of the same project: the first one tells. A project
+        // the caller may not see reads on as if it had no row here, so
+        // that it costs what an unknown one costs (the same statements,
+        // below): the time of a 404 must not tell whether it exists.
+        let visibility_checked = AtomicBool::new(false);
+        let found = json_page(db, sql, &params, page, 1, |row, key| {
+            if !visibility_checked.swap(true, Ordering::Relaxed)
+                && !query.visible_to.contains_number(row.int(2)?)
+            {
+                return Err(unknown_project(query));
+            }
+            revision_key(row, key)
+        })
+        .await;
+        match found {
+            Ok(found) if found.count > 0 => return Ok(found),
+            // Only the check above says NotFound: go on to the statements
+            // that tell unknown projects.
+            Ok(_) | Err(StoreError::NotFound { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    transaction!(db, begin_read, {
+        let organization = query_opt(
+            db,
+            "SELECT organization_number FROM projects WHERE id = ?1 AND deleted_at IS NULL",
+            &[Param::Text(&query.project_id)],
+            |row| row.int(0),
+        )
+        .await?;
+        if !organization.is_some_and(|n| query.visible_to.contains_number(n)) {
+            return Err(unknown_project(query));
+        }
+        let after = match &page.start_key {
+            None => None,
+            Some(key) => {
+                let revision = parse_revision(key).ok_or(StoreError::UnknownStartKey)?;
+                let known = exists(
+                    db,
+                    "SELECT 1 FROM proxy_settings WHERE project_id = ?1 AND revision = ?2",
+                    &[Param::Text(&query.project_id), Param::Int(revision.into())],
+                )
+                .await?;
+                if !known {
+                    return Err(StoreError::UnknownStartKey);
+                }
+                Some(revision)
+            }
+        };
+        let sql = keyset_select(
+            "SELECT revision, body FROM proxy_settings WHERE project_id = ?1",
+            1,
+            &["revision"],
+            StartKeys::Bound,
+            page,
+        );
+        let mut params = vec![Param::Text(&query.project_id)];
+        params.extend(after.map(|revision| Param::Int(revision.into())));
+        params.push(Param::Int(page.fetch_count() as i64));
+        json_page(db, sql, &params, page, 1, revision_key).await
+    })
+}
+
+/// The same answer for a project that does not exist and one the caller
+/// may not see.
+fn unknown_project(query: &ProxySettingsQuery) -> StoreError {
+    StoreError::NotFound {
+        kind: "project",
+        id: query.project_id.clone(),
+    }
+}
+
+/// A revision's page key, from column 0.
+fn revision_key(row: &dyn Row, key: &mut String) -> Result<(), StoreError> {
+    use std::fmt::Write;
+    write!(key, "{}", revision(row, 0)?).expect("writing to a String succeeds");
+    Ok(())
+}
+
+/// A revision's key as the listing gives it: its decimal digits, no sign,
+/// no leading zero.
+fn parse_revision(key: &str) -> Option<u32> {
+    let canonical =
+        !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) && !key.starts_with('0');
+    canonical.then(|| key.parse().ok()).flatten()
+}
+
+fn revision(row: &dyn Row, column: usize) -> Result<u32, StoreError> {
+    let value = row.int(column)?;
+    u32::try_from(value)
+        .map_err(|_| StoreError::Internal(format!("stored revision {value} is out of range")))
+}
+
+/// createProjectProxySettings: `settings` is checked already; its
+/// revision number and activity are decided here.
+#[derive(Clone, Debug)]
+pub struct CreateProxySettings {
+    pub request: WriteRequest,
+    pub project_id: String,
+    pub settings: ProxySettings,
+}
+
+operation!(CreateProxySettings => create, Write, "create_proxy_settings" -> ObjectAnswer);
+
+async fn create(
+    db: &mut dyn Db,
+    CreateProxySettings {
+        request,
+        project_id,
+        settings,
+    }: &CreateProxySettings,
+) -> Result<ObjectAnswer, StoreError> {
+    let now = Timestamp::now();
+    transaction!(db, begin_write, {
+        lock_writable_project(db, request, project_id, now).await?;
+        // After the lock: a request with the same key that held it has
+        // committed its answer by now.
+        if let Some(answer) = writes::replay(db, request, project_id, now).await? {
+            return Ok(answer);
+        }
+        let highest = query_opt(
+            db,
+            "SELECT MAX(revision) FROM proxy_settings WHERE project_id = ?1",
+            &[Param::Text(project_id)],
+            |row| row.opt_int(0),
+        )
+        .await?
+        .flatten();
+        let revision = u32::try_from(highest.unwrap_or(0) + 1)
+            .map_err(|_| StoreError::Conflict("the project has no revision number left".into()))?;
+        let settings = ProxySettings {
+            project_id: None,
+            revision,
+            // A project's first revision is active, later ones wait for
+            // updateProjectProxySettings.
+            is_active: highest.is_none(),
+            ..settings.clone()
+        };
+        settings.validate().map_err(StoreError::Invalid)?;
+        let body = to_json(&settings)?;
+        db.execute(
+            "INSERT INTO proxy_settings (project_id, revision, is_active, body, version)
+             VALUES (?1, ?2, ?3, ?4, 1)",
+            &[
+                Param::Text(project_id),
+                Param::Int(revision.into()),
+                Param::Bool(settings.is_active),
+                Param::Text(&body),
+            ],
+        )
+        .await?;
+        let answer = ObjectAnswer { body, version: 1 };
+        writes::record(
+            db,
+            request,
+            now,
+            Change {
+                object: OBJECT,
+                object_id: &object_id(project_id, revision),
+                version_before: None,
+                version_after: Some(1),
+            },
+        )
+        .await?;
+        writes::keep_answer(db, request, project_id, &answer, now).await?;
+        Ok(answer)
+    })
+}
+
+/// updateProjectProxySettings: a revision's description and activity.
+#[derive(Clone, Debug)]
+pub struct UpdateProxySettings {
+    pub request: WriteRequest,
+    pub project_id: String,
+    pub revision: u32,
+    pub change: SettingsChange,
+}
+
+operation!(UpdateProxySettings => update, Write, "update_proxy_settings" -> ObjectAnswer);
+
+async fn update(
+    db: &mut dyn Db,
+    UpdateProxySettings {
+        request,
+        project_id,
+        revision,
+        change,
+    }: &UpdateProxySettings,
+) -> Result<ObjectAnswer, StoreError> {
+    let now = Timestamp::now();
+    transaction!(db, begin_write, {
+        lock_writable_project(db, request, project_id, now).await?;
+        let (mut settings, version) = stored(db, project_id, *revision)
+            .await?
+            .ok_or_else(no_revision)?;
+        writes::check_if_match(request, version)?;
+        if change.is_active == Some(true) && !settings.is_active {
+            // The previous active revision goes first: the store keeps at
+            // most one active revision per project at every statement.
+            let active = query_opt(
+                db,
+                "SELECT revision FROM proxy_settings WHERE project_id = ?1 AND is_active",
+                &[Param::Text(project_id)],
+                |row| row.int(0),
+            )
+            .await?;
+            if let Some(active) = active.and_then(|r| u32::try_from(r).ok()) {
+                let (mut previous, previous_version) = stored(db, project_id, active)
+                    .await?
+                    .ok_or_else(no_revision)?;
+                previous.is_active = false;
+                save(db, request, now, project_id, &previous, previous_version).await?;
+            }
+        }
+        if let Some(description) = &change.description {
+            settings.description.clone_from(description);
+        }
+        if let Some(is_active) = change.is_active {
+            settings.is_active = is_active;
+        }
+        save(db, request, now, project_id, &settings, version).await
+    })
+}
+
+/// A revision as stored, with its version.
+async fn stored(
+    db: &mut dyn Db,
+    project_id: &str,
+    revision: u32,
+) -> Result<Option<(ProxySettings, i64)>, StoreError> {
+    let found = query_opt(
+        db,
+        "SELECT body, version FROM proxy_settings WHERE project_id = ?1 AND revision = ?2",
+        &[Param::Text(project_id), Param::Int(revision.into())],
+        |row| Ok((row.text(0)?, row.int(1)?)),
+    )
+    .await?;
+    found
+        .map(|(body, version)| {
+            let settings = serde_json::from_str(&body).map_err(|e| {
+                StoreError::Internal(format!(
+                    "revision {revision} of {project_id} is stored unreadable: {e}"
+                ))
+            })?;
+            Ok((settings, version))
+        })
+        .transpose()
+}
+
+/// Writes a changed revision over its `version` and records it.
+async fn save(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    now: Timestamp,
+    project_id: &str,
+    settings: &ProxySettings,
+    version: i64,
+) -> Result<ObjectAnswer, StoreError> {
+    let body = to_json(settings)?;
+    let changed = db
+        .execute(
+            "UPDATE proxy_settings SET is_active = ?3, body = ?4, version = version + 1
+              WHERE project_id = ?1 AND revision = ?2 AND version = ?5",
+            &[
+                Param::Text(project_id),
+                Param::Int(settings.revision.into()),
+                Param::Bool(settings.is_active),
+                Param::Text(&body),
+                Param::Int(version),
+            ],
+        )
+        .await?;
+    let id = object_id(project_id, settings.revision);
+    writes::record_update(db, request, now, changed, OBJECT, &id, version).await?;
+    Ok(ObjectAnswer {
+        body,
+        version: version + 1,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revision_keys_are_canonical_decimals() {
+        assert_eq!(parse_revision("1"), Some(1));
+        assert_eq!(parse_revision("4294967295"), Some(u32::MAX));
+        for bad in ["", "0", "01", "-1", "+1", "1.0", "4294967296", " 1"] {
+            assert_eq!(parse_revision(bad), None, "{bad}");
+        }
+    }
+}

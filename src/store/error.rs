@@ -1,0 +1,61 @@
+//! How the store fails: one error type for every operation and driver.
+//! Drivers map their own errors to it (lost connections to `Unavailable`,
+//! uniqueness violations to `Conflict`); the HTTP layer maps it to answers.
+
+use crate::domain::FieldError;
+use crate::domain::access::TokenState;
+
+/// How a store fails.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store cannot be reached or is not answering in time. The message
+    /// is for the server's log only: it never holds SQL or secrets.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Refused without trying: the database is known to be down, and the
+    /// outage is logged where it is tracked (`outage`), not per request.
+    #[error("store unavailable: the database is down")]
+    Down,
+    /// Anything else that should not happen. Log only, like `Unavailable`.
+    #[error("store fault: {0}")]
+    Internal(String),
+    /// `start_key` never named an item of the list as the caller sees it.
+    #[error("start_key does not name an item of this list")]
+    UnknownStartKey,
+    #[error("no {kind} with id {id}")]
+    NotFound { kind: &'static str, id: String },
+    /// The write would break a uniqueness rule.
+    #[error("{0}")]
+    Conflict(String),
+    /// The write names something that does not exist or breaks a rule.
+    #[error("{0}")]
+    Invalid(FieldError),
+    /// The caller's token no longer authenticates anyone (found by a
+    /// write, which reads its token in its own transaction).
+    #[error("{}", .0.refusal())]
+    TokenRefused(TokenState),
+    /// The caller may see the object but not make this change.
+    #[error("{0}")]
+    Forbidden(String),
+    /// `If-Match` does not match the object's version.
+    #[error("the object's version does not match If-Match")]
+    PreconditionFailed,
+    /// The idempotency key was used with another body.
+    #[error("the idempotency key was used with another request body")]
+    IdempotencyKeyReused,
+    /// The write met a concurrent one and should be tried once more (two
+    /// requests with one idempotency key).
+    #[error("the write met a concurrent one")]
+    Retry,
+}
+
+impl StoreError {
+    /// A uniqueness violation (which drivers report as `Conflict`) with its
+    /// proper message; anything else keeps its meaning.
+    pub(crate) fn conflict_named(self, message: impl FnOnce() -> String) -> Self {
+        match self {
+            Self::Conflict(_) => Self::Conflict(message()),
+            other => other,
+        }
+    }
+}

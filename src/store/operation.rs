@@ -1,0 +1,84 @@
+//! An operation of the store: a value that says what to do, run by the
+//! engine on a connection of the store's driver. Each operation is
+//! declared beside its SQL (`api/` for the API's, `operator/` for the
+//! operator's commands) and run with `Store::run`.
+
+use futures_util::future::BoxFuture;
+
+use crate::store::error::StoreError;
+use crate::store::sql::db::Db;
+use crate::store::sql::dialect::Dialect;
+
+/// How the engine runs an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A request's read: bounded by `--db-timeout`, tried once more on
+    /// another connection when the first one was lost.
+    Read,
+    /// A request's write: bounded, tried once more when it met a
+    /// concurrent one ([`StoreError::Retry`]).
+    Write,
+    /// An operator's read: unbounded.
+    OperatorRead,
+    /// An operator's write: unbounded.
+    OperatorWrite,
+    /// An operator's long read that blocks between statements (an export
+    /// waiting for its reader): on a thread of its own.
+    OperatorStream,
+}
+
+pub trait Operation: Send + Sync + 'static {
+    type Output: Send + 'static;
+    /// The name the metrics know it by.
+    const NAME: &'static str;
+    const KIND: Kind;
+
+    /// The work, on a connection; `dialect` for the statements the two
+    /// dialects write differently. The engine may run it again (a retry).
+    fn run<'a>(
+        &'a self,
+        db: &'a mut dyn Db,
+        dialect: Dialect,
+    ) -> BoxFuture<'a, Result<Self::Output, StoreError>>;
+}
+
+/// Declares that `$op` is an [`Operation`] run by `$work` (an async
+/// function of the connection and the operation, and of the dialect when
+/// written `with dialect`), of kind `$kind`, named `$name` in the metrics:
+///
+/// ```ignore
+/// operation!(GetProject => get, Read, "get_project" -> ObjectAnswer);
+/// ```
+macro_rules! operation {
+    ($op:ty => $work:ident, $kind:ident, $name:literal -> $out:ty) => {
+        impl $crate::store::operation::Operation for $op {
+            type Output = $out;
+            const NAME: &'static str = $name;
+            const KIND: $crate::store::operation::Kind = $crate::store::operation::Kind::$kind;
+
+            fn run<'a>(
+                &'a self,
+                db: &'a mut dyn $crate::store::sql::db::Db,
+                _: $crate::store::sql::dialect::Dialect,
+            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::StoreError>> {
+                Box::pin($work(db, self))
+            }
+        }
+    };
+    ($op:ty => $work:ident with dialect, $kind:ident, $name:literal -> $out:ty) => {
+        impl $crate::store::operation::Operation for $op {
+            type Output = $out;
+            const NAME: &'static str = $name;
+            const KIND: $crate::store::operation::Kind = $crate::store::operation::Kind::$kind;
+
+            fn run<'a>(
+                &'a self,
+                db: &'a mut dyn $crate::store::sql::db::Db,
+                dialect: $crate::store::sql::dialect::Dialect,
+            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::StoreError>> {
+                Box::pin($work(db, dialect, self))
+            }
+        }
+    };
+}
+pub(crate) use operation;

@@ -1,0 +1,15 @@
+//! Whether the store answers: the readiness probe's question.
+
+use crate::store::error::StoreError;
+use crate::store::operation::operation;
+use crate::store::sql::db::{Db, exists};
+
+/// Succeeds when the store answers reads.
+#[derive(Clone, Copy, Debug)]
+pub struct Ping;
+
+operation!(Ping => ping, Read, "ping" -> ());
+
+async fn ping(db: &mut dyn Db, _: &Ping) -> Result<(), StoreError> {
+    exists(db, "SELECT 1", &[]).await.map(drop)
+}
