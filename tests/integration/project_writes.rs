@@ -423,6 +423,73 @@ async fn if_match_guards_updates_and_deletes() {
     );
 }
 
+/// `*` matches any version only alone (RFC 9110: `If-Match = "*" /
+/// #entity-tag`). Beside a tag, or twice, in one header or across
+/// several, it is a 400 naming `If-Match` and nothing changes; before,
+/// `"v0", *` matched any version.
+#[tokio::test]
+async fn a_star_beside_other_if_match_members_is_a_400() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let (_, created, tag) = create(&app, &token, new_project("shop")).await;
+    let (id, tag) = (created["id"].as_str().unwrap(), tag.unwrap());
+    let path = format!("/v1/projects/{id}");
+    let lists: [&[&str]; 6] = [
+        &["\"v0\", *"],
+        &["*, \"v0\""],
+        &[&format!("{tag}, *")],
+        &["*, *"],
+        &["\"v0\"", "*"],
+        &["*", "*"],
+    ];
+    for values in lists {
+        let headers: Vec<(&str, &str)> = values.iter().map(|v| ("If-Match", *v)).collect();
+        let (status, error, _) =
+            update(&app, &token, id, &headers, json!({"description": "x"})).await;
+        assert_eq!(
+            (status, error_param(&error)),
+            (400, "If-Match"),
+            "{values:?}: {error}"
+        );
+        let (status, error, _) =
+            send(&app, reqwest::Method::DELETE, &path, &token, &headers, None).await;
+        assert_eq!(
+            (status, error_param(&error)),
+            (400, "If-Match"),
+            "{values:?}: {error}"
+        );
+        assert_eq!(
+            get(&app, &token, id).await.1,
+            created,
+            "{values:?}: nothing changed"
+        );
+    }
+    // Alone, it matches any version.
+    let (status, changed, _) = update(
+        &app,
+        &token,
+        id,
+        &[("If-Match", "*")],
+        json!({"description": "x"}),
+    )
+    .await;
+    assert_eq!(
+        (status, &changed["description"]),
+        (200, &json!("x")),
+        "{changed}"
+    );
+    let (status, _, _) = send(
+        &app,
+        reqwest::Method::DELETE,
+        &path,
+        &token,
+        &[("If-Match", "*")],
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
 #[tokio::test]
 async fn deleted_projects_leave_listings_and_their_ids_still_page() {
     require!(BACKEND);
