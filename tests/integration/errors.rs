@@ -109,7 +109,10 @@ async fn a_malformed_project_id_is_a_400_naming_id_on_every_operation() {
     }
     // Nothing was changed.
     let (status, project) = app.get_json("/v1/projects/p1", &token).await;
-    assert_eq!((status.as_u16(), &project["description"]), (200, &json!("")));
+    assert_eq!(
+        (status.as_u16(), &project["description"]),
+        (200, &json!(""))
+    );
     let (_, revisions) = app.get_json("/v1/projects/p1/proxy-settings", &token).await;
     assert_eq!(ids_of_revisions(&revisions), [1]);
 }
