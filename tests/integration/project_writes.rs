@@ -212,6 +212,129 @@ async fn every_bad_member_is_named_in_one_error() {
     assert_eq!(listing["data"], json!([]));
 }
 
+/// URL members are `http` or `https` only: another scheme is a 400 naming
+/// the member on createProject and updateProject, and the import refuses
+/// it too (one rule, the domain's). A row stored before the rule still
+/// lists, reads and takes updates of its other members. Before, any
+/// absolute URL passed, `javascript:` and `data:` included.
+#[tokio::test]
+async fn url_members_are_http_or_https_and_older_rows_still_read() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let bad = [
+        "javascript:alert(1)",
+        "JavaScript:alert(document.cookie)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "ftp://files.example",
+        "http:no-slashes.example",
+    ];
+    let (status, made, _) = create(&app, &token, new_project("shop")).await;
+    assert_eq!(status, 200, "{made}");
+    let id = made["id"].as_str().unwrap();
+    for url in bad {
+        let mut body = new_project("other");
+        body["external_project_url"] = json!(url);
+        let (status, error, _) = create(&app, &token, body).await;
+        assert_eq!(
+            (status, params(&error)),
+            (400, vec!["external_project_url".to_owned()]),
+            "{url}: {error}"
+        );
+        let (status, error, _) =
+            update(&app, &token, id, &[], json!({"external_project_url": url})).await;
+        assert_eq!(
+            (status, params(&error)),
+            (400, vec!["external_project_url".to_owned()]),
+            "{url}: {error}"
+        );
+    }
+    assert_eq!(get(&app, &token, id).await.1, made, "nothing changed");
+    let (_, listing) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(
+        listing["data"].as_array().unwrap().len(),
+        1,
+        "nothing created"
+    );
+    for url in ["https://shop.example/a?b=c", "HTTP://Shop.Example", ""] {
+        let (status, changed, _) =
+            update(&app, &token, id, &[], json!({"external_project_url": url})).await;
+        assert_eq!(
+            (status, &changed["external_project_url"]),
+            (200, &json!(url))
+        );
+    }
+    for member in ["avatar_url", "external_project_url"] {
+        let mut line = project("imported", ORG1, 0);
+        line[member] = json!("javascript:alert(1)");
+        let refused = seed(app.store.as_ref(), vec![line]).await.unwrap_err();
+        assert_eq!(refused.field.as_deref(), Some(member), "{refused:?}");
+    }
+
+    // A project stored before the rule, with such URLs.
+    let mut old = project("old", ORG1, 1);
+    old["avatar_url"] = json!("https://avatar.example/x.png");
+    old["external_project_url"] = json!("https://site.example");
+    app.seed(vec![old]).await;
+    app.data.execute(
+        "UPDATE projects SET body = replace(replace(body,
+            'https://avatar.example/x.png', 'data:image/svg+xml,<svg onload=alert(1)>'),
+            'https://site.example', 'javascript:alert(1)') WHERE id = 'old'",
+    );
+    let (status, listing) = app.get_json("/v1/projects?limit=100", &token).await;
+    assert_eq!(status, 200, "{listing}");
+    let listed = listing["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "old")
+        .unwrap_or_else(|| panic!("the old row lists: {listing}"))
+        .clone();
+    assert_eq!(listed["external_project_url"], "javascript:alert(1)");
+    assert_eq!(
+        listed["avatar_url"],
+        "data:image/svg+xml,<svg onload=alert(1)>"
+    );
+    let (status, read, _) = get(&app, &token, "old").await;
+    assert_eq!((status, &read), (200, &listed));
+    // Its other members still change; its URLs stay until a write sets them.
+    let (status, changed, _) = update(
+        &app,
+        &token,
+        "old",
+        &[],
+        json!({"description": "still here"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["external_project_url"], "javascript:alert(1)");
+    let (status, error, _) = update(
+        &app,
+        &token,
+        "old",
+        &[],
+        json!({"external_project_url": "javascript:alert(1)"}),
+    )
+    .await;
+    assert_eq!(
+        (status, params(&error)),
+        (400, vec!["external_project_url".to_owned()])
+    );
+    let (status, fixed, _) = update(
+        &app,
+        &token,
+        "old",
+        &[],
+        json!({"external_project_url": "https://site.example"}),
+    )
+    .await;
+    assert_eq!(
+        (status, &fixed["external_project_url"]),
+        (200, &json!("https://site.example"))
+    );
+}
+
 #[tokio::test]
 async fn integral_floats_are_integers_and_read_only_members_are_ignored() {
     require!(BACKEND);
