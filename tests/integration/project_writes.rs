@@ -151,6 +151,114 @@ async fn bodies_are_json_of_at_most_a_mebibyte_with_api_version_1() {
     assert_eq!(response.status(), 200);
 }
 
+/// A body announced beyond the 1 MiB limit is a 413 at once, without
+/// waiting for bytes the client may never send: by `Content-Length`, by
+/// one chunk's size line (2^64 - 1 bytes, 2 MiB, the limit and one byte),
+/// or by chunks adding up past it. On a kept-alive connection too, after
+/// a chunked request (with a trailer) within the limit. Before, a chunked
+/// announcement was held until the 30 s request timeout.
+#[tokio::test]
+async fn bodies_announced_beyond_the_limit_are_refused_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let head = |framing: &str| {
+        format!(
+            "POST /v1/projects HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\n{framing}\r\n\r\n"
+        )
+    };
+    let chunked = head("Transfer-Encoding: chunked");
+    let start = r#"{"organization_id": "#;
+    let half = " ".repeat(0x80000);
+    let announcements = [
+        (head("Content-Length: 2097152"), start.to_owned()),
+        (chunked.clone(), format!("FFFFFFFFFFFFFFFF\r\n{start}")),
+        (chunked.clone(), format!("200000\r\n{start}")),
+        (chunked.clone(), format!("100001;name=value\r\n{start}")),
+        // 512 KiB, then 512 KiB and one byte more.
+        (
+            chunked.clone(),
+            format!("80000\r\n{half}\r\n80001\r\n{start}"),
+        ),
+    ];
+    for (head, body) in announcements {
+        let mut stream = tokio::net::TcpStream::connect(app.address).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(body.as_bytes()).await.unwrap();
+        let (status, answer) = answer_within(&mut stream, &head).await;
+        assert_eq!(status, 413, "{head}{}: {answer}", &body[..20]);
+        assert!(answer.contains("invalid_request_error"), "{answer}");
+        assert!(answer.contains("connection: close"), "{answer}");
+    }
+
+    // Within the limit, chunked, a trailer after the last chunk: served,
+    // and the same connection's next request is followed as well.
+    let mut stream = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    let project = json!({"organization_id": org_id(ORG1), "slug": "chunked"}).to_string();
+    let (first, rest) = project.split_at(10);
+    let body = format!(
+        "{:x}\r\n{first}\r\n{:X}\r\n{rest}\r\n0\r\nX-Checked: yes\r\n\r\n",
+        first.len(),
+        rest.len()
+    );
+    stream.write_all(chunked.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let (status, answer) = answer_within(&mut stream, &chunked).await;
+    assert_eq!(status, 200, "{answer}");
+    let exactly = format!("100000\r\n{{}}{}\r\n0\r\n\r\n", " ".repeat(0x100000 - 2));
+    stream.write_all(chunked.as_bytes()).await.unwrap();
+    stream.write_all(exactly.as_bytes()).await.unwrap();
+    let (status, answer) = answer_within(&mut stream, "a body of exactly the limit").await;
+    assert_eq!(
+        status, 400,
+        "read whole, then refused for its members: {answer}"
+    );
+    stream.write_all(chunked.as_bytes()).await.unwrap();
+    stream
+        .write_all(format!("100001\r\n{start}").as_bytes())
+        .await
+        .unwrap();
+    let (status, answer) = answer_within(&mut stream, "the third request").await;
+    assert_eq!(status, 413, "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+    // Nothing more than the one project was made.
+    let (_, listing) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(ids(&listing).len(), 1, "{listing}");
+
+    /// The status and text of the next answer on `stream`, which must come
+    /// well before the request timeout (30 s).
+    async fn answer_within(stream: &mut tokio::net::TcpStream, what: &str) -> (u16, String) {
+        let read = async {
+            let mut answer = Vec::new();
+            let mut buffer = [0u8; 4096];
+            loop {
+                if let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&answer[..end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length: "))
+                        .map_or(0, |n| n.trim().parse().unwrap());
+                    if answer.len() >= end + 4 + length {
+                        answer.truncate(end + 4 + length);
+                        break;
+                    }
+                }
+                let n = stream.read(&mut buffer).await.expect("the answer is read");
+                assert!(n > 0, "the connection closed without an answer to {what}");
+                answer.extend_from_slice(&buffer[..n]);
+            }
+            answer
+        };
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(5), read)
+            .await
+            .unwrap_or_else(|_| panic!("no answer within 5 s to {what}"));
+        let answer = String::from_utf8(answer).unwrap();
+        let status = answer[9..12].parse().unwrap();
+        (status, answer)
+    }
+}
+
 #[tokio::test]
 async fn every_bad_member_is_named_in_one_error() {
     require!(BACKEND);
