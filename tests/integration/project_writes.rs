@@ -407,36 +407,18 @@ async fn url_members_are_http_or_https_and_older_rows_still_read() {
     let (status, read, _) = get(&app, &token, "old").await;
     assert_eq!((status, &read), (200, &listed));
     // Its other members still change; its URLs stay until a write sets them.
-    let (status, changed, _) = update(
-        &app,
-        &token,
-        "old",
-        &[],
-        json!({"description": "still here"}),
-    )
-    .await;
+    let update_old = |members: Value| update(&app, &token, "old", &[], members);
+    let (status, changed, _) = update_old(json!({"description": "still here"})).await;
     assert_eq!(status, 200, "{changed}");
     assert_eq!(changed["external_project_url"], "javascript:alert(1)");
-    let (status, error, _) = update(
-        &app,
-        &token,
-        "old",
-        &[],
-        json!({"external_project_url": "javascript:alert(1)"}),
-    )
-    .await;
+    let (status, error, _) =
+        update_old(json!({"external_project_url": "javascript:alert(1)"})).await;
     assert_eq!(
         (status, params(&error)),
         (400, vec!["external_project_url".to_owned()])
     );
-    let (status, fixed, _) = update(
-        &app,
-        &token,
-        "old",
-        &[],
-        json!({"external_project_url": "https://site.example"}),
-    )
-    .await;
+    let (status, fixed, _) =
+        update_old(json!({"external_project_url": "https://site.example"})).await;
     assert_eq!(
         (status, &fixed["external_project_url"]),
         (200, &json!("https://site.example"))
