@@ -20,7 +20,9 @@ NO_TOKEN_ID = "00000000-0000-7000-8000-00000000dead"
 #   trusted_ips, blocked_ips - an IP address or a CIDR block, v4 or v6: no
 #                format or pattern says "either, with a prefix length that
 #                fits the address".
-#   external_project_url - an absolute URL or empty.
+#   external_project_url - an absolute URL or empty (its scheme, http or
+#                https, is the document's `pattern`; that it parses as a URL
+#                is not).
 #   expires_at - createApiToken's must be in the future.
 #   backends[i].name, backends[i].default, routes[i].backend_name - a
 #                revision's backend names are unique, one backend at most is

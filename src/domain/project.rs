@@ -286,11 +286,7 @@ impl Project {
                 ids::ORGANIZATION_ID_RULE,
             )),
         }
-        let checks = [
-            validate::optional_url("avatar_url", &self.avatar_url),
-            validate::optional_url("external_project_url", &self.external_project_url),
-        ];
-        problems.extend(checks.into_iter().filter_map(Result::err));
+        problems.extend(self.url_problems());
         problems.extend(every(
             &self.override_cache,
             "override_cache",
@@ -314,6 +310,35 @@ impl Project {
             RateLimitRule::validate,
         ));
         problems
+    }
+
+    /// The URL members' rule (`http` or `https` only), one problem per
+    /// member at fault.
+    fn url_problems(&self) -> Vec<FieldError> {
+        [
+            validate::optional_web_url("avatar_url", &self.avatar_url),
+            validate::optional_web_url("external_project_url", &self.external_project_url),
+        ]
+        .into_iter()
+        .filter_map(Result::err)
+        .collect()
+    }
+
+    /// [`Project::problems`] of a stored project after a change, but for
+    /// the URL members the change left as they were stored: rows written
+    /// before the `http`/`https` rule keep their URLs (and can still be
+    /// changed otherwise) until a write sets those members.
+    pub fn problems_after_change(&mut self, stored: &Project) -> Vec<FieldError> {
+        let problems = self.problems();
+        let kept = |field: &str| match field {
+            "avatar_url" => self.avatar_url == stored.avatar_url,
+            "external_project_url" => self.external_project_url == stored.external_project_url,
+            _ => false,
+        };
+        problems
+            .into_iter()
+            .filter(|problem| !kept(&problem.field))
+            .collect()
     }
 
     /// The management API's rule for `slug` (imports keep the slugs they

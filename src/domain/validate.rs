@@ -78,12 +78,21 @@ pub fn text(field: &str, value: &str, max: usize) -> Result<(), FieldError> {
     Ok(())
 }
 
-/// An empty string, or an absolute URL.
-pub fn optional_url(field: &str, value: &str) -> Result<(), FieldError> {
-    if value.is_empty() || url::Url::parse(value).is_ok() {
+pub const WEB_URL_RULE: &str = "must be an absolute http or https URL, or empty";
+
+/// An empty string, or an absolute URL whose scheme is `http` or `https`
+/// (any letter case), written `http://` or `https://`: never
+/// `javascript:`, `data:` or another scheme a browser would run or open.
+pub fn optional_web_url(field: &str, value: &str) -> Result<(), FieldError> {
+    let web = |scheme: &str| {
+        value
+            .get(..scheme.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
+    };
+    if value.is_empty() || ((web("http://") || web("https://")) && url::Url::parse(value).is_ok()) {
         Ok(())
     } else {
-        Err(FieldError::new(field, "must be an absolute URL or empty"))
+        Err(FieldError::new(field, WEB_URL_RULE))
     }
 }
 
@@ -141,6 +150,56 @@ mod tests {
             .map(|code| code.as_str().unwrap())
             .collect();
         assert_eq!(listed, COUNTRY_CODES);
+    }
+
+    /// The scheme part of [`optional_web_url`], as the served document's
+    /// input schemas state it (`pattern`), so that clients know the rule.
+    const WEB_URL_PATTERN: &str = "^$|^[Hh][Tt][Tt][Pp][Ss]?://";
+
+    /// The document's input schemas state the URL members' scheme rule as
+    /// that pattern, and it accepts what the code accepts (the code asks
+    /// for an absolute URL besides, which the description says).
+    #[test]
+    fn the_document_states_the_web_url_rule() {
+        let document: serde_json::Value =
+            serde_json::from_str(crate::http::openapi::DOCUMENT).unwrap();
+        for schema in ["ProjectCreateInput", "ProjectUpdateInput"] {
+            let pointer =
+                format!("/components/schemas/{schema}/properties/external_project_url/pattern");
+            assert_eq!(
+                document.pointer(&pointer).and_then(|p| p.as_str()),
+                Some(WEB_URL_PATTERN),
+                "{schema}"
+            );
+        }
+        let pattern = jsonschema::validator_for(&serde_json::json!({"pattern": WEB_URL_PATTERN}))
+            .expect("the pattern compiles");
+        for value in [
+            "",
+            "http://example.com",
+            "https://example.com/a?b=c#d",
+            "HTTPS://EXAMPLE.COM",
+            "hTtP://x.example:8080/",
+            "javascript:alert(1)",
+            "JavaScript://%0aalert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "ftp://example.com",
+            "file:///etc/passwd",
+            "mailto:a@example.com",
+            "http:example.com",
+            "https:/example.com",
+            " https://example.com",
+            "//example.com",
+            "example.com",
+            "httpx://example.com",
+        ] {
+            let by_code = optional_web_url("url", value).is_ok();
+            let by_document = pattern.is_valid(&serde_json::json!(value));
+            assert_eq!(by_code, by_document, "{value:?}");
+        }
+        // What the pattern lets through must still be an absolute URL.
+        assert!(optional_web_url("url", "http://").is_err());
+        assert!(optional_web_url("url", "https://exa mple.com").is_err());
     }
 
     #[test]

@@ -108,6 +108,8 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
         if too_large {
             return Err(ApiError::PayloadTooLarge);
         }
+        // Fails past the limit, and at once for a chunked body whose chunk
+        // sizes announce more (`body_framing.rs`).
         let bytes = axum::body::to_bytes(Body::new(request.into_body()), MAX_BODY_BYTES)
             .await
             .map_err(|_| ApiError::PayloadTooLarge)?;

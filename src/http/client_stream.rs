@@ -37,6 +37,9 @@
 //!   the wait for the next request's first byte is bounded by
 //!   `--idle-timeout` instead, and the header-read timeout runs from that
 //!   byte until the head is complete.
+//! - **Chunked bodies announced beyond the body limit** fail the read
+//!   that follows their chunk-size line, which the body extractor answers
+//!   with a 413 at once (`body_framing.rs`).
 
 use std::future::Future as _;
 use std::io;
@@ -49,6 +52,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
+use super::body_framing::Framing;
 use super::error::ApiError;
 
 /// What hyper's canned error answers say right after their status line.
@@ -68,6 +72,10 @@ pub struct ClientStream<S> {
     /// Reads that brought bytes, shared with the connection's
     /// [`HeadTimer`].
     arrivals: Arc<AtomicU64>,
+    /// The requests' framing, followed to tell a chunked body announced
+    /// beyond the limit; `refused` once one was.
+    framing: Framing,
+    refused: bool,
 }
 
 /// A listener's shutdown as its connections see it: whether it began
@@ -103,6 +111,8 @@ impl<S> ClientStream<S> {
             pending: None,
             drain,
             arrivals: Arc::default(),
+            framing: Framing::default(),
+            refused: false,
         }
     }
 
@@ -324,6 +334,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for ClientStream<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if self.refused {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a chunked request body announced more than the body limit",
+            )));
+        }
         let before = buf.filled().len();
         let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
@@ -331,6 +347,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for ClientStream<S> {
             if self.drain.began() {
                 self.drain.reads.fetch_add(1, Ordering::Relaxed);
             }
+            let stream = &mut *self;
+            stream.refused = stream.framing.follow(&buf.filled()[before..]);
         }
         poll
     }

@@ -1,7 +1,7 @@
 //! The three listings of `interface.md`.
 
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{FromRequestParts, RawPathParams, RawQuery, State};
+use axum::http::request::Parts;
 use axum::response::Response;
 
 use super::caller::Caller;
@@ -79,13 +79,9 @@ pub async fn api_tokens(
 pub async fn proxy_settings(
     State(app): State<AppState>,
     Caller(caller): Caller,
-    path: Result<Path<String>, PathRejection>,
+    ProjectId(project_id): ProjectId,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let project_id = match path {
-        Ok(Path(id)) if ids::is_valid_id(&id) => id,
-        _ => return Err(ApiError::invalid("id", ids::ID_RULE)),
-    };
     let params = QueryParams::parse(query.as_deref(), &["limit", "start_key", "order_direction"])?;
     let page = params.page_request(DEFAULT_PROXY_SETTINGS_LIMIT)?;
     let url = format!("/v1/projects/{project_id}/proxy-settings");
@@ -98,4 +94,28 @@ pub async fn proxy_settings(
         }))
         .await?;
     Ok(list_response(&url, result))
+}
+
+/// The project id of a path (`/v1/projects/{id}...`): 1 to 64 characters
+/// of `[A-Za-z0-9_-]`, else a 400 naming `id`, before any store look-up.
+/// Every operation on a project takes its id this way (the listing of its
+/// proxy settings, getProject, updateProject, deleteProject, and the
+/// proxy-settings writes), so a malformed id has one answer everywhere.
+pub struct ProjectId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for ProjectId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        // A segment that is not UTF-8 once decoded is no id either.
+        let params = RawPathParams::from_request_parts(parts, state).await.ok();
+        params
+            .iter()
+            .flatten()
+            .find(|(name, _)| *name == "id")
+            .map(|(_, id)| id)
+            .filter(|id| ids::is_valid_id(id))
+            .map(|id| Self(id.to_owned()))
+            .ok_or_else(|| ApiError::invalid("id", ids::ID_RULE))
+    }
 }

@@ -3,6 +3,7 @@
 
 mod api_tokens;
 mod body;
+mod body_framing;
 mod caller;
 mod client_stream;
 mod conditional;

@@ -2,7 +2,7 @@
 //! (`management.md`): bodies through `body.rs`, the write's context
 //! through `writes.rs`, the store's project operations.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use serde_json::{Map, Value};
 
@@ -10,6 +10,7 @@ use super::AppState;
 use super::body::JsonBody;
 use super::caller::Caller;
 use super::error::ApiError;
+use super::listings::ProjectId;
 use super::query::QueryParams;
 use super::writes::{OperationHeaders, object_response};
 use crate::domain::FieldError;
@@ -51,7 +52,7 @@ pub async fn get(
     State(app): State<AppState>,
     caller: Caller,
     _: OperationHeaders,
-    Path(id): Path<String>,
+    ProjectId(id): ProjectId,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let params = QueryParams::parse(query.as_deref(), &["organization_id"])?;
@@ -67,7 +68,7 @@ pub async fn update(
     State(app): State<AppState>,
     caller: Caller,
     headers: OperationHeaders,
-    Path(id): Path<String>,
+    ProjectId(id): ProjectId,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let mut members = body.checked("ProjectUpdateInput", slug_problem)?;
@@ -96,7 +97,7 @@ pub async fn delete(
     State(app): State<AppState>,
     caller: Caller,
     headers: OperationHeaders,
-    Path(id): Path<String>,
+    ProjectId(id): ProjectId,
 ) -> Result<Response, ApiError> {
     let request = headers.write_request(&caller, "deleteProject", None);
     Ok(object_response(

@@ -11,6 +11,7 @@ use super::AppState;
 use super::body::JsonBody;
 use super::caller::Caller;
 use super::error::ApiError;
+use super::listings::ProjectId;
 use super::writes::{OperationHeaders, object_response};
 use crate::domain::FieldError;
 use crate::domain::proxy_settings::ProxySettings;
@@ -21,7 +22,7 @@ pub async fn create(
     State(app): State<AppState>,
     caller: Caller,
     headers: OperationHeaders,
-    Path(project_id): Path<String>,
+    ProjectId(project_id): ProjectId,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let digest = body.digest();
@@ -55,7 +56,8 @@ pub async fn update(
     State(app): State<AppState>,
     caller: Caller,
     headers: OperationHeaders,
-    Path((project_id, revision)): Path<(String, String)>,
+    ProjectId(project_id): ProjectId,
+    Path((_, revision)): Path<(String, String)>,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let revision = revision_number(&revision)?;

@@ -39,7 +39,8 @@ impl<S: Send + Sync> FromRequestParts<S> for OperationHeaders {
             .get_all(header::IF_MATCH)
             .iter()
             .next()
-            .map(|_| if_match(headers));
+            .map(|_| if_match(headers))
+            .transpose()?;
         let idempotency_key = only(headers, IDEMPOTENCY_KEY)?
             .map(idempotency_key)
             .transpose()?;
@@ -92,24 +93,35 @@ fn only<'a>(
 
 /// Every `If-Match` value, joined: `*`, or the versions its strong tags
 /// name. A weak tag or another's never matches (strong comparison, RFC
-/// 9110 section 13.1.1).
-fn if_match(headers: &HeaderMap) -> IfMatch {
+/// 9110 section 13.1.1). `*` stands alone (`If-Match = "*" /
+/// #entity-tag`): beside any other member, in one header or across
+/// several, it is a 400 naming `If-Match`, never a match-any.
+fn if_match(headers: &HeaderMap) -> Result<IfMatch, ApiError> {
     let mut versions = Vec::new();
+    let (mut any, mut members) = (false, 0);
     for value in headers.get_all(header::IF_MATCH) {
         for tag in value
             .as_bytes()
             .split(|&b| b == b',')
             .map(<[u8]>::trim_ascii)
+            .filter(|tag| !tag.is_empty())
         {
+            members += 1;
             if tag == b"*" {
-                return IfMatch::Any;
-            }
-            if let Some(version) = version_of(tag) {
+                any = true;
+            } else if let Some(version) = version_of(tag) {
                 versions.push(version);
             }
         }
     }
-    IfMatch::Versions(versions)
+    match (any, members) {
+        (true, 1) => Ok(IfMatch::Any),
+        (true, _) => Err(header_problem(
+            "If-Match",
+            "must be * alone or a list of entity tags, not both",
+        )),
+        (false, _) => Ok(IfMatch::Versions(versions)),
+    }
 }
 
 /// The strong entity tag of an object at `version`: `"v7"`.
@@ -170,9 +182,10 @@ mod tests {
             HeaderValue::from_static("\"v3\", W/\"v4\""),
         );
         headers.append(header::IF_MATCH, HeaderValue::from_static("\"x\",\"v12\""));
-        assert_eq!(if_match(&headers), IfMatch::Versions(vec![3, 12]));
-        headers.append(header::IF_MATCH, HeaderValue::from_static("*"));
-        assert_eq!(if_match(&headers), IfMatch::Any);
+        assert_eq!(
+            if_match(&headers).ok(),
+            Some(IfMatch::Versions(vec![3, 12]))
+        );
         assert_eq!(version_of(strong_tag(41).as_bytes()), Some(41));
     }
 }

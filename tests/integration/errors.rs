@@ -1,7 +1,7 @@
 //! Every error of `decisions.md` section 3: status, body shape, headers.
 
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::BACKEND;
 use crate::helpers::*;
@@ -51,6 +51,71 @@ async fn unknown_routes_are_404_in_json() {
             assert_eq!(assert_error_shape(&body), "not_found_error");
         }
     }
+}
+
+/// A project id in a path that is no id (1 to 64 characters of
+/// `[A-Za-z0-9_-]`) is the same 400 naming `id` on every operation that
+/// takes one, before any store look-up; a well-formed id of no project is
+/// the same 404 on each. Before, the listing of proxy settings answered
+/// 400 and getProject, updateProject, deleteProject and the
+/// proxy-settings writes 404 (or axum's plain-text 400 for bytes that are
+/// not UTF-8).
+#[tokio::test]
+async fn a_malformed_project_id_is_a_400_naming_id_on_every_operation() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let revision = json!({"description": "r",
+        "backends": [{"name": "origin", "address": "origin.example:443", "default": true}]});
+    let operations = [
+        (Method::GET, "/v1/projects/{id}/proxy-settings", None),
+        (
+            Method::POST,
+            "/v1/projects/{id}/proxy-settings",
+            Some(revision),
+        ),
+        (
+            Method::POST,
+            "/v1/projects/{id}/proxy-settings/1",
+            Some(json!({"description": "x"})),
+        ),
+        (Method::GET, "/v1/projects/{id}", None),
+        (
+            Method::POST,
+            "/v1/projects/{id}",
+            Some(json!({"description": "x"})),
+        ),
+        (Method::DELETE, "/v1/projects/{id}", None),
+    ];
+    let too_long = "x".repeat(65);
+    let malformed = [
+        "a%20b", "dot.dot", &too_long, "%C3%A9", "%FF", "a%2Fb", "q%22", "%00", "p1%27",
+    ];
+    for (method, template, body) in &operations {
+        for id in malformed {
+            let path = template.replace("{id}", id);
+            let (status, error, _) =
+                send(&app, method.clone(), &path, &token, &[], body.as_ref()).await;
+            assert_eq!(
+                (status, error_param(&error)),
+                (400, "id"),
+                "{method} {path}: {error}"
+            );
+            assert_eq!(error["error"]["type"], "invalid_request_error");
+        }
+        let path = template.replace("{id}", "nowhere");
+        let (status, error, _) =
+            send(&app, method.clone(), &path, &token, &[], body.as_ref()).await;
+        assert_eq!(status, 404, "{method} {path}: {error}");
+    }
+    // Nothing was changed.
+    let (status, project) = app.get_json("/v1/projects/p1", &token).await;
+    assert_eq!(
+        (status.as_u16(), &project["description"]),
+        (200, &json!(""))
+    );
+    let (_, revisions) = app.get_json("/v1/projects/p1/proxy-settings", &token).await;
+    assert_eq!(revisions["data"].as_array().map(Vec::len), Some(1));
+    assert_eq!(revisions["data"][0]["description"], "r1", "{revisions}");
 }
 
 #[tokio::test]

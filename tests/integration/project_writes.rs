@@ -151,6 +151,114 @@ async fn bodies_are_json_of_at_most_a_mebibyte_with_api_version_1() {
     assert_eq!(response.status(), 200);
 }
 
+/// A body announced beyond the 1 MiB limit is a 413 at once, without
+/// waiting for bytes the client may never send: by `Content-Length`, by
+/// one chunk's size line (2^64 - 1 bytes, 2 MiB, the limit and one byte),
+/// or by chunks adding up past it. On a kept-alive connection too, after
+/// a chunked request (with a trailer) within the limit. Before, a chunked
+/// announcement was held until the 30 s request timeout.
+#[tokio::test]
+async fn bodies_announced_beyond_the_limit_are_refused_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let head = |framing: &str| {
+        format!(
+            "POST /v1/projects HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\n{framing}\r\n\r\n"
+        )
+    };
+    let chunked = head("Transfer-Encoding: chunked");
+    let start = r#"{"organization_id": "#;
+    let half = " ".repeat(0x80000);
+    let announcements = [
+        (head("Content-Length: 2097152"), start.to_owned()),
+        (chunked.clone(), format!("FFFFFFFFFFFFFFFF\r\n{start}")),
+        (chunked.clone(), format!("200000\r\n{start}")),
+        (chunked.clone(), format!("100001;name=value\r\n{start}")),
+        // 512 KiB, then 512 KiB and one byte more.
+        (
+            chunked.clone(),
+            format!("80000\r\n{half}\r\n80001\r\n{start}"),
+        ),
+    ];
+    for (head, body) in announcements {
+        let mut stream = tokio::net::TcpStream::connect(app.address).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(body.as_bytes()).await.unwrap();
+        let (status, answer) = answer_within(&mut stream, &head).await;
+        assert_eq!(status, 413, "{head}{}: {answer}", &body[..20]);
+        assert!(answer.contains("invalid_request_error"), "{answer}");
+        assert!(answer.contains("connection: close"), "{answer}");
+    }
+
+    // Within the limit, chunked, a trailer after the last chunk: served,
+    // and the same connection's next request is followed as well.
+    let mut stream = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    let project = json!({"organization_id": org_id(ORG1), "slug": "chunked"}).to_string();
+    let (first, rest) = project.split_at(10);
+    let body = format!(
+        "{:x}\r\n{first}\r\n{:X}\r\n{rest}\r\n0\r\nX-Checked: yes\r\n\r\n",
+        first.len(),
+        rest.len()
+    );
+    stream.write_all(chunked.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let (status, answer) = answer_within(&mut stream, &chunked).await;
+    assert_eq!(status, 200, "{answer}");
+    let exactly = format!("100000\r\n{{}}{}\r\n0\r\n\r\n", " ".repeat(0x100000 - 2));
+    stream.write_all(chunked.as_bytes()).await.unwrap();
+    stream.write_all(exactly.as_bytes()).await.unwrap();
+    let (status, answer) = answer_within(&mut stream, "a body of exactly the limit").await;
+    assert_eq!(
+        status, 400,
+        "read whole, then refused for its members: {answer}"
+    );
+    stream.write_all(chunked.as_bytes()).await.unwrap();
+    stream
+        .write_all(format!("100001\r\n{start}").as_bytes())
+        .await
+        .unwrap();
+    let (status, answer) = answer_within(&mut stream, "the third request").await;
+    assert_eq!(status, 413, "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+    // Nothing more than the one project was made.
+    let (_, listing) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(ids(&listing).len(), 1, "{listing}");
+
+    /// The status and text of the next answer on `stream`, which must come
+    /// well before the request timeout (30 s).
+    async fn answer_within(stream: &mut tokio::net::TcpStream, what: &str) -> (u16, String) {
+        let read = async {
+            let mut answer = Vec::new();
+            let mut buffer = [0u8; 4096];
+            loop {
+                if let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&answer[..end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length: "))
+                        .map_or(0, |n| n.trim().parse().unwrap());
+                    if answer.len() >= end + 4 + length {
+                        answer.truncate(end + 4 + length);
+                        break;
+                    }
+                }
+                let n = stream.read(&mut buffer).await.expect("the answer is read");
+                assert!(n > 0, "the connection closed without an answer to {what}");
+                answer.extend_from_slice(&buffer[..n]);
+            }
+            answer
+        };
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(5), read)
+            .await
+            .unwrap_or_else(|_| panic!("no answer within 5 s to {what}"));
+        let answer = String::from_utf8(answer).unwrap();
+        let status = answer[9..12].parse().unwrap();
+        (status, answer)
+    }
+}
+
 #[tokio::test]
 async fn every_bad_member_is_named_in_one_error() {
     require!(BACKEND);
@@ -210,6 +318,111 @@ async fn every_bad_member_is_named_in_one_error() {
     assert_eq!(named, ["organization_id", "slug"]);
     let (_, listing) = app.get_json("/v1/projects", &token).await;
     assert_eq!(listing["data"], json!([]));
+}
+
+/// URL members are `http` or `https` only: another scheme is a 400 naming
+/// the member on createProject and updateProject, and the import refuses
+/// it too (one rule, the domain's). A row stored before the rule still
+/// lists, reads and takes updates of its other members. Before, any
+/// absolute URL passed, `javascript:` and `data:` included.
+#[tokio::test]
+async fn url_members_are_http_or_https_and_older_rows_still_read() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let bad = [
+        "javascript:alert(1)",
+        "JavaScript:alert(document.cookie)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "ftp://files.example",
+        "http:no-slashes.example",
+    ];
+    let (status, made, _) = create(&app, &token, new_project("shop")).await;
+    assert_eq!(status, 200, "{made}");
+    let id = made["id"].as_str().unwrap();
+    for url in bad {
+        let mut body = new_project("other");
+        body["external_project_url"] = json!(url);
+        let (status, error, _) = create(&app, &token, body).await;
+        assert_eq!(
+            (status, params(&error)),
+            (400, vec!["external_project_url".to_owned()]),
+            "{url}: {error}"
+        );
+        let (status, error, _) =
+            update(&app, &token, id, &[], json!({"external_project_url": url})).await;
+        assert_eq!(
+            (status, params(&error)),
+            (400, vec!["external_project_url".to_owned()]),
+            "{url}: {error}"
+        );
+    }
+    assert_eq!(get(&app, &token, id).await.1, made, "nothing changed");
+    let (_, listing) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(
+        listing["data"].as_array().unwrap().len(),
+        1,
+        "nothing created"
+    );
+    for url in ["https://shop.example/a?b=c", "HTTP://Shop.Example", ""] {
+        let (status, changed, _) =
+            update(&app, &token, id, &[], json!({"external_project_url": url})).await;
+        assert_eq!(
+            (status, &changed["external_project_url"]),
+            (200, &json!(url))
+        );
+    }
+    for member in ["avatar_url", "external_project_url"] {
+        let mut line = project("imported", ORG1, 0);
+        line[member] = json!("javascript:alert(1)");
+        let refused = seed(app.store.as_ref(), vec![line]).await.unwrap_err();
+        assert_eq!(refused.field.as_deref(), Some(member), "{refused:?}");
+    }
+
+    // A project stored before the rule, with such URLs.
+    let mut old = project("old", ORG1, 1);
+    old["avatar_url"] = json!("https://avatar.example/x.png");
+    old["external_project_url"] = json!("https://site.example");
+    app.seed(vec![old]).await;
+    app.data.execute(
+        "UPDATE projects SET body = replace(replace(body,
+            'https://avatar.example/x.png', 'data:image/svg+xml,<svg onload=alert(1)>'),
+            'https://site.example', 'javascript:alert(1)') WHERE id = 'old'",
+    );
+    let (status, listing) = app.get_json("/v1/projects?limit=100", &token).await;
+    assert_eq!(status, 200, "{listing}");
+    let listed = listing["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "old")
+        .unwrap_or_else(|| panic!("the old row lists: {listing}"))
+        .clone();
+    assert_eq!(listed["external_project_url"], "javascript:alert(1)");
+    assert_eq!(
+        listed["avatar_url"],
+        "data:image/svg+xml,<svg onload=alert(1)>"
+    );
+    let (status, read, _) = get(&app, &token, "old").await;
+    assert_eq!((status, &read), (200, &listed));
+    // Its other members still change; its URLs stay until a write sets them.
+    let update_old = |members: Value| update(&app, &token, "old", &[], members);
+    let (status, changed, _) = update_old(json!({"description": "still here"})).await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["external_project_url"], "javascript:alert(1)");
+    let (status, error, _) =
+        update_old(json!({"external_project_url": "javascript:alert(1)"})).await;
+    assert_eq!(
+        (status, params(&error)),
+        (400, vec!["external_project_url".to_owned()])
+    );
+    let (status, fixed, _) =
+        update_old(json!({"external_project_url": "https://site.example"})).await;
+    assert_eq!(
+        (status, &fixed["external_project_url"]),
+        (200, &json!("https://site.example"))
+    );
 }
 
 #[tokio::test]
@@ -421,6 +634,73 @@ async fn if_match_guards_updates_and_deletes() {
         deleted,
         json!({"object": "project", "id": id, "deleted": true})
     );
+}
+
+/// `*` matches any version only alone (RFC 9110: `If-Match = "*" /
+/// #entity-tag`). Beside a tag, or twice, in one header or across
+/// several, it is a 400 naming `If-Match` and nothing changes; before,
+/// `"v0", *` matched any version.
+#[tokio::test]
+async fn a_star_beside_other_if_match_members_is_a_400() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let (_, created, tag) = create(&app, &token, new_project("shop")).await;
+    let (id, tag) = (created["id"].as_str().unwrap(), tag.unwrap());
+    let path = format!("/v1/projects/{id}");
+    let lists: [&[&str]; 6] = [
+        &["\"v0\", *"],
+        &["*, \"v0\""],
+        &[&format!("{tag}, *")],
+        &["*, *"],
+        &["\"v0\"", "*"],
+        &["*", "*"],
+    ];
+    for values in lists {
+        let headers: Vec<(&str, &str)> = values.iter().map(|v| ("If-Match", *v)).collect();
+        let (status, error, _) =
+            update(&app, &token, id, &headers, json!({"description": "x"})).await;
+        assert_eq!(
+            (status, error_param(&error)),
+            (400, "If-Match"),
+            "{values:?}: {error}"
+        );
+        let (status, error, _) =
+            send(&app, reqwest::Method::DELETE, &path, &token, &headers, None).await;
+        assert_eq!(
+            (status, error_param(&error)),
+            (400, "If-Match"),
+            "{values:?}: {error}"
+        );
+        assert_eq!(
+            get(&app, &token, id).await.1,
+            created,
+            "{values:?}: nothing changed"
+        );
+    }
+    // Alone, it matches any version.
+    let (status, changed, _) = update(
+        &app,
+        &token,
+        id,
+        &[("If-Match", "*")],
+        json!({"description": "x"}),
+    )
+    .await;
+    assert_eq!(
+        (status, &changed["description"]),
+        (200, &json!("x")),
+        "{changed}"
+    );
+    let (status, _, _) = send(
+        &app,
+        reqwest::Method::DELETE,
+        &path,
+        &token,
+        &[("If-Match", "*")],
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
 }
 
 #[tokio::test]

@@ -697,14 +697,18 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
     role === "member"
       ? h("p", { class: "muted", text: `Your role in ${organizationName(project.organization_id)} is member: you can read and compare revisions; activating one needs an editor or an admin.` })
       : null;
-  section.replaceChildren(
+  // replaceChildren writes a null as the text "null": the parts that may
+  // be absent (the member's note, the button for older revisions) are
+  // left out instead.
+  const parts = [
     heading,
     readOnly,
     status,
     compare,
     h("ol", { class: "timeline", "aria-label": "Revisions, newest first" }, items),
     more ? h("button", { type: "button", text: "Load older revisions", onclick: () => showRevisions(project, section, signal, revisions, more) }) : null,
-  );
+  ];
+  section.replaceChildren(...parts.filter((part) => part !== null));
 }
 
 async function activate(project, revision, section, status, signal) {

@@ -57,8 +57,13 @@ async fn record_token_uses(
     db: &mut dyn Db,
     RecordTokenUses(uses): &RecordTokenUses,
 ) -> Result<(), StoreError> {
+    // Rows are locked in one order, by token id, whatever order the uses
+    // came in: instances flushing the same tokens at once then wait for
+    // each other instead of deadlocking (PostgreSQL's 40P01).
+    let mut ordered: Vec<&TokenUse> = uses.iter().collect();
+    ordered.sort_by(|a, b| a.token_id.cmp(&b.token_id));
     transaction!(db, begin_write, {
-        for used in uses {
+        for used in ordered {
             // Never backwards: several instances may report the same token.
             db.execute(
                 "UPDATE api_tokens SET last_used_at = ?2

@@ -271,12 +271,12 @@ async fn update(
     let now = Timestamp::now();
     transaction!(db, begin_write, {
         let (mut project, version) = locked_project(db, request, id, now).await?;
-        let slug_before = project.slug.clone();
+        let stored = project.clone();
         project.apply(members).map_err(StoreError::Invalid)?;
-        if let Some(problem) = project.problems().into_iter().next() {
+        if let Some(problem) = project.problems_after_change(&stored).into_iter().next() {
             return Err(StoreError::Invalid(problem));
         }
-        if project.slug != slug_before {
+        if project.slug != stored.slug {
             project.check_slug().map_err(StoreError::Invalid)?;
             refuse_taken_slug(db, &project).await?;
         }

@@ -308,6 +308,11 @@ async fn revisions_compare_side_by_side_and_only_editors_activate() {
         active.contains("Revision 3") && active.contains("✓ Active"),
         "{active}"
     );
+    // No absent part written as the word "null" (an admin of Acme Corp
+    // saw it twice, as an editor of Globex does: the member's note and the
+    // "Load older revisions" button, both absent).
+    let section = browser.text("#revisions").await;
+    assert!(!section.contains("null"), "{section}");
 
     // Revision 1 against 3: the images backend and route added, the
     // origin's address and the static backend's TLS changed.
@@ -354,6 +359,9 @@ async fn revisions_compare_side_by_side_and_only_editors_activate() {
     // As an editor of Globex: cancel changes nothing; confirm activates.
     assert_eq!(active_revision(&server, "globex-api", &token).await, 4);
     browser.visit("/console#/projects/globex-api").await;
+    browser.element("ol.timeline").await;
+    let section = browser.text("#revisions").await;
+    assert!(!section.contains("null"), "{section}");
     browser.click("li[data-revision='2'] button.activate").await;
     browser.sees("#confirm-title", "Activate revision 2?").await;
     browser.click("#confirm-cancel").await;
@@ -373,6 +381,8 @@ async fn revisions_compare_side_by_side_and_only_editors_activate() {
     browser
         .sees("#revisions", "Your role in Globex is member")
         .await;
+    let section = browser.text("#revisions").await;
+    assert!(!section.contains("null"), "{section}");
     browser.click("li[data-revision='3'] button.activate").await;
     browser.click("#confirm-ok").await;
     browser
