@@ -8,7 +8,7 @@ use anyhow::bail;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::Output;
+use super::output::Output;
 use crate::app::{Service, ServiceOptions, shutdown_signal};
 use crate::domain::directory::{
     Organization, OrganizationTag, OrganizationType, Role, User, UserTag,
