@@ -9,7 +9,8 @@ use anyhow::Context as _;
 use clap::Subcommand;
 
 use super::duration::parse_duration;
-use super::{Output, table, transfer};
+use super::output::Output;
+use super::{table, transfer};
 use crate::domain::api_token::validate_name;
 use crate::domain::directory::{
     self, Organization, OrganizationTag, OrganizationType, User, UserTag,

@@ -9,7 +9,8 @@ use anyhow::Context as _;
 use clap::{Args, Command, CommandFactory};
 use clap_complete::Shell;
 
-use super::{Cli, Output, config};
+use super::output::Output;
+use super::{Cli, config};
 
 #[derive(Args)]
 pub struct CompletionsArgs {

@@ -25,7 +25,8 @@ use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Command, CommandFactory, FromArgMatches, Subcommand};
 use serde::Serialize;
 
-use super::{Cli, Output, ServeArgs, table};
+use super::output::Output;
+use super::{Cli, ServeArgs, table};
 use crate::domain::url_password;
 
 #[derive(Subcommand)]

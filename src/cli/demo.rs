@@ -9,7 +9,7 @@ use serde_json::json;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-use super::Output;
+use super::output::Output;
 use crate::app::{Service, ServiceOptions, shutdown_signal};
 use crate::domain::directory::{
     Organization, OrganizationTag, OrganizationType, Role, User, UserTag,

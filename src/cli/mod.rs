@@ -2,11 +2,15 @@
 //! migrations, and administer organizations, users, tokens and imports.
 
 mod admin;
+mod api;
 mod client;
 mod completions;
 mod config;
+mod connection;
 mod demo;
 mod duration;
+mod listings;
+mod login;
 mod output;
 mod profile;
 mod progress;
@@ -15,14 +19,12 @@ mod table;
 mod transfer;
 mod writes;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use serde::Serialize;
 
 use crate::app::{Service, ServiceOptions, shutdown_signal};
 use crate::auth::AuthOptions;
@@ -35,6 +37,7 @@ use crate::store::{self, Caches, DatabaseUrl, StoreOptions};
 use crate::telemetry::{self, LogFormat, LogGuard, LogLevel, LogWriter, Logging};
 use config::{Failure, Parsed};
 use duration::parse_duration;
+use output::Output;
 
 #[derive(Parser)]
 #[command(
@@ -146,14 +149,14 @@ enum Command {
     #[command(
         after_help = "Examples:\n  proxydeck login --url http://127.0.0.1:8080   # asks for the token\n  proxydeck login --profile staging --url https://proxydeck.example < token.txt"
     )]
-    Login(profile::LoginArgs),
+    Login(login::LoginArgs),
     /// Forget the URL and token `proxydeck login` kept.
     #[command(after_help = "Example:\n  proxydeck logout --profile staging")]
-    Logout(profile::LogoutArgs),
+    Logout(login::LogoutArgs),
     /// Which URL and API token the client commands use, and whose it is.
     Auth {
         #[command(subcommand)]
-        command: profile::AuthCommand,
+        command: login::AuthCommand,
     },
     /// Administer organizations, users, tokens and data.
     #[command(after_help = "Example:\n  proxydeck admin org create --name \"Acme Corp\" --json")]
@@ -573,30 +576,12 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
             let store = store::open(&database()?, &store_options).await?;
             admin::run(command, Arc::new(store), &out).await
         }
-        Command::Projects { command } => match command {
-            client::ProjectsCommand::Create(args) => writes::project_create(args).await,
-            client::ProjectsCommand::Get(args) => writes::project_get(args).await,
-            client::ProjectsCommand::Update(args) => writes::project_update(args).await,
-            client::ProjectsCommand::Delete(args) => writes::project_delete(args).await,
-            list => client::run(client::Listing::Projects(list)).await,
-        },
-        Command::Tokens { command } => match command {
-            client::TokensCommand::Create(args) => writes::token_create(args).await,
-            client::TokensCommand::Delete(args) => writes::token_delete(args).await,
-            list => client::run(client::Listing::Tokens(list)).await,
-        },
-        Command::ProxySettings { command } => match command {
-            client::ProxySettingsCommand::List(list) => {
-                client::run(client::Listing::ProxySettings(list)).await
-            }
-            client::ProxySettingsCommand::Get(args) => revisions::get(args).await,
-            client::ProxySettingsCommand::Diff(args) => revisions::diff(args).await,
-            client::ProxySettingsCommand::Create(args) => writes::revision_create(args).await,
-            client::ProxySettingsCommand::Activate(args) => writes::revision_activate(args).await,
-        },
-        Command::Login(args) => profile::login(args, &out).await,
-        Command::Logout(args) => profile::logout(args, &out),
-        Command::Auth { command } => profile::status(command, &out).await,
+        Command::Projects { command } => client::projects(command).await,
+        Command::Tokens { command } => client::tokens(command).await,
+        Command::ProxySettings { command } => client::proxy_settings(command).await,
+        Command::Login(args) => login::login(args, &out).await,
+        Command::Logout(args) => login::logout(args, &out),
+        Command::Auth { command } => login::status(command, &out).await,
         // What serve checks before it opens the store, and nothing more.
         Command::Config {
             command: config::ConfigCommand::Check(args),
@@ -607,29 +592,5 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
         }
         Command::Completions(args) => completions::completions(&args),
         Command::Man(args) => completions::man(&args, &out),
-    }
-}
-
-/// Where results go: one JSON document with `--json`, human text otherwise.
-pub(crate) struct Output {
-    pub(crate) json: bool,
-}
-
-impl Output {
-    pub(crate) fn print(
-        &self,
-        value: &impl Serialize,
-        human: impl FnOnce() -> String,
-    ) -> anyhow::Result<()> {
-        let text = if self.json {
-            serde_json::to_string(value)?
-        } else {
-            human()
-        };
-        // Not println!, which panics when stdout is a closed pipe.
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{text}")?;
-        stdout.flush()?;
-        Ok(())
     }
 }

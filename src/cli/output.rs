@@ -1,6 +1,8 @@
-//! The terminal client's JSON: every field or some (`--json [FIELDS]`, as
-//! `gh` has it), through a jq program (`--jq`, run by jaq); pretty-printed
-//! and coloured on a terminal, compact when piped.
+//! How results are printed. A command's one result: one JSON document
+//! with `--json`, text otherwise ([`Output`]). The terminal client's JSON:
+//! every field or some (`--json [FIELDS]`, as `gh` has it), through a jq
+//! program (`--jq`, run by jaq); pretty-printed and coloured on a
+//! terminal, compact when piped.
 
 use std::io::{IsTerminal, Write};
 
@@ -9,9 +11,34 @@ use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Ctx, Vars, data, unwrap_valr};
 use jaq_json::write::{Pp, Styles};
 use jaq_json::{Map, Val};
+use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::telemetry;
+
+/// Where results go: one JSON document with `--json`, human text otherwise.
+pub(crate) struct Output {
+    pub(crate) json: bool,
+}
+
+impl Output {
+    pub(crate) fn print(
+        &self,
+        value: &impl Serialize,
+        human: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
+        let text = if self.json {
+            serde_json::to_string(value)?
+        } else {
+            human()
+        };
+        // Not println!, which panics when stdout is a closed pipe.
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{text}")?;
+        stdout.flush()?;
+        Ok(())
+    }
+}
 
 /// How JSON is laid out: indented on a terminal, coloured there unless
 /// `NO_COLOR` says otherwise.

@@ -12,9 +12,9 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::client::{ApiClient, Connection, Page, Refused};
+use super::api::{ApiClient, Page, Refused};
+use super::connection::{self, Connection};
 use super::output::{Jq, Style, print_document};
-use super::profile;
 use crate::domain::pagination::MAX_LIMIT;
 use crate::telemetry;
 
@@ -67,7 +67,7 @@ pub struct DiffArgs {
 /// `proxy-settings get`: the revision as the listing gives it.
 pub async fn get(args: GetArgs) -> anyhow::Result<()> {
     let jq = args.document.jq.as_deref().map(Jq::compile).transpose()?;
-    let client = ApiClient::new(&profile::resolve(&args.connection)?)?;
+    let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
     let revision = fetch(&client, &args.project_id, args.revision).await?;
     let mut stdout = std::io::stdout().lock();
     print_document(
@@ -85,7 +85,7 @@ pub async fn get(args: GetArgs) -> anyhow::Result<()> {
 pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
     let document = args.document.json.is_some() || args.document.jq.is_some();
     let jq = args.document.jq.as_deref().map(Jq::compile).transpose()?;
-    let client = ApiClient::new(&profile::resolve(&args.connection)?)?;
+    let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
     let from = fetch(&client, &args.project_id, args.from).await?;
     let to = if args.to == args.from {
         from.clone()

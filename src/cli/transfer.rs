@@ -9,7 +9,8 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use tokio::sync::mpsc;
 
-use super::{Output, progress};
+use super::output::Output;
+use super::progress;
 use crate::domain::import::{ObjectCounts, read_records};
 use crate::store::Store;
 use crate::store::operator::export::{CountObjects, Export};

@@ -16,10 +16,10 @@ use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::client::{Answer, ApiClient, Connection, Request};
+use super::api::{Answer, ApiClient, Request};
+use super::connection::{self, Connection};
 use super::duration::parse_duration;
 use super::output::{Jq, Json, Style, schema_fields};
-use super::profile;
 
 /// How the answered object is shown.
 #[derive(Args)]
@@ -266,7 +266,7 @@ async fn exchange(
     done: &str,
 ) -> anyhow::Result<()> {
     let printing = shape.printing(kind)?;
-    let client = ApiClient::new(&profile::resolve(connection)?)?;
+    let client = ApiClient::new(&connection::resolve(connection)?)?;
     let Answer { body, etag } = client.send(request).await?;
     let object: Value =
         serde_json::from_slice(&body).context("the server's answer is not a JSON object")?;

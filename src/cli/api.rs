@@ -1,0 +1,370 @@
+//! The HTTP client of the API, which every client command stands on: a
+//! request (method, path, query, JSON body, headers) sent with the token
+//! and tried again on 429 and 503; a success answer's body and ETag; a
+//! page of a listing; an error answer in one sentence ([`Refused`]). It
+//! knows no command, so that each command can use it alike.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow, bail};
+use reqwest::StatusCode;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use time::OffsetDateTime;
+
+use super::connection::Target;
+use crate::domain::pagination::DEFAULT_LIMIT;
+
+/// A page of any listing. The token listing has no `has_more`/`last_key`:
+/// a full page may be followed by more, keyed by its last item's id.
+#[derive(Deserialize)]
+pub(super) struct Page {
+    pub(super) data: Vec<Box<RawValue>>,
+    #[serde(default)]
+    has_more: Option<bool>,
+    #[serde(default)]
+    last_key: Option<String>,
+}
+
+impl Page {
+    /// The items, parsed.
+    pub(super) fn items(&self) -> anyhow::Result<Vec<Value>> {
+        self.data
+            .iter()
+            .map(|item| serde_json::from_str(item.get()))
+            .collect::<Result<_, _>>()
+            .context("the server's answer is not a listing")
+    }
+
+    /// The start key of the next page, if there may be one. The token
+    /// listing says nothing: a full page may have more after its last item.
+    pub(super) fn next_key(&self, limit: Option<u32>) -> Option<String> {
+        match self.has_more {
+            Some(more) => self.last_key.clone().filter(|_| more),
+            None if self.data.len() == limit.unwrap_or(DEFAULT_LIMIT) as usize => self
+                .data
+                .last()
+                .and_then(|last| serde_json::from_str::<Value>(last.get()).ok())
+                .and_then(|last| last["id"].as_str().map(str::to_owned)),
+            None => None,
+        }
+    }
+}
+
+/// An error answer of the API, in one sentence: its message, and the
+/// members its `params` name when the message does not already say them.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub(super) struct Refused {
+    status: StatusCode,
+    message: String,
+    /// The first parameter the error names, if any.
+    param: Option<String>,
+}
+
+impl Refused {
+    fn from_answer(status: StatusCode, body: &[u8]) -> Self {
+        let error = serde_json::from_slice::<Value>(body).unwrap_or_default();
+        let said = |member: &Value| member.as_str().map(str::to_owned);
+        let message = said(&error["error"]["message"])
+            .unwrap_or_else(|| format!("the server answered {status}"));
+        let params: Vec<(String, String)> = error["error"]["params"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|param| Some((said(&param["param"])?, said(&param["message"])?)))
+            .collect();
+        let message = sentence(&message, &params);
+        Self {
+            status,
+            message,
+            param: params.into_iter().next().map(|(param, _)| param),
+        }
+    }
+
+    /// A 404: an unknown path, or a project unknown or not visible.
+    pub(super) fn is_not_found(&self) -> bool {
+        self.status == StatusCode::NOT_FOUND
+    }
+
+    /// The `start_key` named no item of the list.
+    pub(super) fn is_unknown_start_key(&self) -> bool {
+        self.status == StatusCode::BAD_REQUEST && self.param.as_deref() == Some("start_key")
+    }
+
+    /// The token did not authenticate.
+    pub(super) fn is_authentication(&self) -> bool {
+        self.status == StatusCode::UNAUTHORIZED
+    }
+}
+
+/// `message` followed by each of `params` it does not already hold, as
+/// `MEMBER RULE`; the API's "; see params" gives way to them.
+fn sentence(message: &str, params: &[(String, String)]) -> String {
+    let text = message.strip_suffix("; see params").unwrap_or(message);
+    let details: Vec<String> = params
+        .iter()
+        .map(|(param, rule)| format!("{param} {rule}"))
+        .filter(|detail| !text.contains(detail.as_str()))
+        .collect();
+    if details.is_empty() {
+        text.to_owned()
+    } else {
+        format!("{text}: {}", details.join("; "))
+    }
+}
+
+/// A request to the API: its method, path segments, query, JSON body and
+/// headers.
+pub(super) struct Request<'a> {
+    method: reqwest::Method,
+    segments: &'a [String],
+    query: &'a [(&'a str, String)],
+    body: Option<Value>,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl<'a> Request<'a> {
+    pub(super) fn new(method: reqwest::Method, segments: &'a [String]) -> Self {
+        Self {
+            method,
+            segments,
+            query: &[],
+            body: None,
+            headers: Vec::new(),
+        }
+    }
+
+    pub(super) fn query(self, query: &'a [(&'a str, String)]) -> Self {
+        Self { query, ..self }
+    }
+
+    pub(super) fn body(self, body: Value) -> Self {
+        Self {
+            body: Some(body),
+            ..self
+        }
+    }
+
+    pub(super) fn header(mut self, name: &'static str, value: Option<String>) -> Self {
+        self.headers.extend(value.map(|value| (name, value)));
+        self
+    }
+}
+
+/// A success answer: its body and `ETag`.
+pub(super) struct Answer {
+    pub(super) body: bytes::Bytes,
+    pub(super) etag: Option<String>,
+}
+
+/// Times a request answered 429 or 503 is tried again.
+const RETRIES: u32 = 5;
+/// The longest wait between two tries, whatever `Retry-After` says.
+const LONGEST_WAIT: Duration = Duration::from_secs(60);
+
+pub(super) struct ApiClient {
+    http: reqwest::Client,
+    base: url::Url,
+    token: String,
+}
+
+impl ApiClient {
+    pub(super) fn new(target: &Target) -> anyhow::Result<Self> {
+        // TLS for https:// URLs; installing twice is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let base = url::Url::parse(&target.url)
+            .map_err(|_| anyhow!("--url {:?} is not a URL", target.url))?;
+        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
+            bail!("--url must be an http:// or https:// URL");
+        }
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("proxydeck/", env!("CARGO_PKG_VERSION")))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .context("cannot set up the HTTP client")?;
+        Ok(Self {
+            http,
+            base,
+            token: target.token.clone(),
+        })
+    }
+
+    /// One page of a listing (see [`ApiClient::send`]).
+    pub(super) async fn page(
+        &self,
+        segments: &[String],
+        query: &[(&str, String)],
+    ) -> anyhow::Result<Page> {
+        let answer = self
+            .send(Request::new(reqwest::Method::GET, segments).query(query))
+            .await?;
+        serde_json::from_slice(&answer.body).context("the server's answer is not a listing")
+    }
+
+    /// One exchange; an error answer becomes [`Refused`]. A 429 or 503 is
+    /// tried again after the time its `Retry-After` gives (at most
+    /// [`LONGEST_WAIT`]), [`RETRIES`] times at most, with the very same
+    /// request: the same body and headers, an `Idempotency-Key` included,
+    /// so a retried create cannot create twice.
+    pub(super) async fn send(&self, request: Request<'_>) -> anyhow::Result<Answer> {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .map_err(|()| anyhow!("--url cannot take a path"))?
+            .pop_if_empty()
+            .extend(request.segments);
+        if !request.query.is_empty() {
+            url.query_pairs_mut()
+                .extend_pairs(request.query.iter().map(|(k, v)| (*k, v.as_str())));
+        }
+        let mut builder = self
+            .http
+            .request(request.method, url)
+            .bearer_auth(&self.token)
+            .header("api-version", "1");
+        for (name, value) in request.headers {
+            builder = builder.header(name, value);
+        }
+        if let Some(body) = request.body {
+            builder = builder
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(serde_json::to_vec(&body)?);
+        }
+        let built = builder.build().context("cannot make the request")?;
+        let mut tries = 0;
+        loop {
+            let attempt = built
+                .try_clone()
+                .expect("a request with an in-memory body clones");
+            let response = self
+                .http
+                .execute(attempt)
+                .await
+                .map_err(|error| self.unreachable(&error))?;
+            let status = response.status();
+            let wait = retry_after(response.headers());
+            let etag = response
+                .headers()
+                .get(reqwest::header::ETAG)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            let body = response
+                .bytes()
+                .await
+                .map_err(|error| self.unreachable(&error))?;
+            if matches!(
+                status,
+                StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+            ) && tries < RETRIES
+            {
+                tries += 1;
+                let wait = wait.unwrap_or(Duration::from_secs(1)).min(LONGEST_WAIT);
+                if std::io::stderr().is_terminal() {
+                    eprintln!(
+                        "the server answered {status}; trying again in {} s ({tries} of {RETRIES})",
+                        wait.as_secs_f64().ceil()
+                    );
+                }
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            if !status.is_success() {
+                return Err(Refused::from_answer(status, &body).into());
+            }
+            return Ok(Answer { body, etag });
+        }
+    }
+
+    /// A failed exchange in one sentence: what went wrong, not the HTTP
+    /// library's chain of causes.
+    fn unreachable(&self, error: &reqwest::Error) -> anyhow::Error {
+        let base = self.base.as_str().trim_end_matches('/');
+        let reason = failure_reason(error);
+        anyhow!(
+            "cannot reach {base} ({reason}); is proxydeck running there? Set --url or PROXYDECK_URL"
+        )
+    }
+}
+
+/// Why a request failed, in a few words: a TLS failure, else what the
+/// socket said.
+fn failure_reason(error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        return "no answer in time".into();
+    }
+    // Every cause; an I/O error hides the error it wraps from `source()`.
+    let mut causes: Vec<&(dyn std::error::Error + 'static)> = Vec::new();
+    let mut next: Vec<&(dyn std::error::Error + 'static)> = vec![error];
+    while let Some(now) = next.pop() {
+        causes.push(now);
+        next.extend(now.source());
+        if let Some(inner) = now
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            next.push(inner);
+        }
+    }
+    let tls = causes
+        .iter()
+        .find_map(|cause| cause.downcast_ref::<rustls::Error>())
+        .map(|error| format!("TLS: {error}"));
+    let socket = causes
+        .iter()
+        .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
+        .find_map(|io| match io.kind() {
+            std::io::ErrorKind::ConnectionRefused => Some("connection refused"),
+            std::io::ErrorKind::ConnectionReset => Some("connection reset"),
+            std::io::ErrorKind::ConnectionAborted => Some("connection aborted"),
+            std::io::ErrorKind::TimedOut => Some("timed out"),
+            std::io::ErrorKind::UnexpectedEof => Some("the connection closed early"),
+            _ if io.to_string().contains("lookup") => Some("cannot resolve the host"),
+            _ => None,
+        })
+        .map(str::to_owned);
+    tls.or(socket).unwrap_or_else(|| {
+        if error.is_connect() {
+            "cannot connect".into()
+        } else {
+            "the exchange failed".into()
+        }
+    })
+}
+
+/// `Retry-After`: whole seconds, or an HTTP date.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = OffsetDateTime::parse(text, &time::format_description::well_known::Rfc2822).ok()?;
+    let left = at - OffsetDateTime::now_utc();
+    Some(left.try_into().unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        assert_eq!(retry_after(&headers), None);
+        headers.insert(reqwest::header::RETRY_AFTER, "7".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(7)));
+        headers.insert(
+            reqwest::header::RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&headers), Some(Duration::ZERO));
+        headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
+    }
+}

@@ -1,0 +1,431 @@
+//! The API's three listings, `projects list`, `tokens list` and
+//! `proxy-settings list`: read from a running proxydeck over HTTP and shown
+//! as a table, JSON or NDJSON; one page, or every page with `--all`.
+//! Objects are printed exactly as the server sent them, unless `--json
+//! FIELDS` or `--jq` asks for less.
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::bail;
+use clap::{Args, ValueEnum};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::api::{ApiClient, Request};
+use super::connection::{self, Connection};
+use super::output::{Jq, Json, Style, schema_fields};
+use super::table::{self, Column};
+use crate::domain::pagination::MAX_LIMIT;
+
+#[derive(Args, Debug)]
+pub struct Paging {
+    /// Items per page, 1 to 100 (the API's default when omitted; 100 with --all).
+    #[arg(long, value_name = "N")]
+    limit: Option<u32>,
+    /// Start after this item: a page's last key (for tokens, the last id).
+    #[arg(long, value_name = "KEY")]
+    start_key: Option<String>,
+    /// asc (oldest first) or desc (newest first, the default).
+    #[arg(long, value_enum, ignore_case = true, value_name = "DIRECTION")]
+    order_direction: Option<OrderDirection>,
+    /// Follow the pages to the end of the list (waiting as the server asks
+    /// when it answers 429 or 503).
+    #[arg(long)]
+    all: bool,
+}
+
+/// How the items are shown.
+#[derive(Args)]
+pub struct Shape {
+    /// Print one JSON array: every field, or only FIELDS (comma-separated,
+    /// such as --json id,slug). The default when stdout is not a terminal.
+    #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "FIELDS")]
+    json: Option<String>,
+    /// Filter the JSON array with a jq program, such as '.[].slug'
+    /// (strings print without quotes, as with jq -r).
+    #[arg(long, value_name = "EXPR")]
+    jq: Option<String>,
+    /// table (the default on a terminal; fitted to its width or COLUMNS)
+    /// or ndjson (one object per line, printed page by page).
+    #[arg(long, short, value_enum, value_name = "FORMAT")]
+    output: Option<Format>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum OrderDirection {
+    Asc,
+    Desc,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Table,
+    Ndjson,
+    /// Refused with a pointer to --json: one switch for JSON.
+    #[value(hide = true)]
+    Json,
+}
+
+/// What every listing takes: which pages, how they are shown, and from
+/// where.
+#[derive(Args)]
+pub struct ListingArgs {
+    #[command(flatten)]
+    paging: Paging,
+    #[command(flatten)]
+    shape: Shape,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+#[derive(Args)]
+pub struct ProjectsList {
+    /// Only this organization's projects.
+    #[arg(long, value_name = "ORG_ID")]
+    organization_id: Option<String>,
+    #[command(flatten)]
+    listing: ListingArgs,
+}
+
+#[derive(Args)]
+pub struct TokensList {
+    /// Only tokens with exactly this name.
+    #[arg(long)]
+    name: Option<String>,
+    #[command(flatten)]
+    listing: ListingArgs,
+}
+
+#[derive(Args)]
+pub struct ProxySettingsList {
+    /// The project's id.
+    #[arg(value_name = "PROJECT_ID")]
+    project_id: String,
+    #[command(flatten)]
+    listing: ListingArgs,
+}
+
+/// What differs between the three listings.
+#[derive(Clone, Copy)]
+enum Kind {
+    Projects,
+    Tokens,
+    ProxySettings,
+}
+
+impl Kind {
+    /// The columns of the table; when the terminal is narrow the ranked
+    /// ones go, lowest first.
+    fn columns(self) -> &'static [Column] {
+        // The organization by name (`organization_names`), not its id.
+        const PROJECTS: [Column; 5] = [
+            Column::kept("ID"),
+            Column::cut("SLUG", 20),
+            Column::dropped("TYPE", 1),
+            Column::dropped("ORGANIZATION", 3),
+            Column::dropped("CREATED (UTC)", 2),
+        ];
+        const TOKENS: [Column; 6] = [
+            Column::kept("ID"),
+            Column::cut("NAME", 20),
+            Column::dropped("TOKEN", 2),
+            Column::dropped("LAST USED (UTC)", 3),
+            Column::dropped("EXPIRES (UTC)", 4),
+            Column::dropped("CREATED (UTC)", 1),
+        ];
+        const PROXY_SETTINGS: [Column; 5] = [
+            Column::kept("REVISION"),
+            Column::kept("ACTIVE"),
+            Column::dropped("BACKENDS", 2),
+            Column::dropped("ROUTES", 1),
+            Column::cut("DESCRIPTION", 20),
+        ];
+        match self {
+            Self::Projects => &PROJECTS,
+            Self::Tokens => &TOKENS,
+            Self::ProxySettings => &PROXY_SETTINGS,
+        }
+    }
+
+    fn row(self, item: &Value, now: OffsetDateTime, names: &OrganizationNames) -> Vec<String> {
+        let cell = |field: &str| table::cell(&item[field]);
+        let created = || table::when(&item["created_at"], "-");
+        match self {
+            Self::Projects => {
+                let organization = cell("organization_id");
+                vec![
+                    cell("id"),
+                    cell("slug"),
+                    cell("type"),
+                    names.get(&organization).cloned().unwrap_or(organization),
+                    created(),
+                ]
+            }
+            Self::Tokens => {
+                let expired = item["expires_at"]
+                    .as_str()
+                    .and_then(|text| OffsetDateTime::parse(text, &Rfc3339).ok())
+                    .is_some_and(|at| at <= now);
+                let mut expires = table::when(&item["expires_at"], "never");
+                if expired {
+                    expires.push_str(" (expired)");
+                }
+                vec![
+                    cell("id"),
+                    cell("name"),
+                    cell("token"),
+                    table::when(&item["last_used_at"], "never"),
+                    expires,
+                    created(),
+                ]
+            }
+            Self::ProxySettings => {
+                let count = |field: &str| item[field].as_array().map_or(0, Vec::len).to_string();
+                vec![
+                    cell("revision"),
+                    cell("is_active"),
+                    count("backends"),
+                    count("routes"),
+                    cell("description"),
+                ]
+            }
+        }
+    }
+
+    /// The OpenAPI schema of the items, whose members `--json` may name.
+    fn schema(self) -> &'static str {
+        match self {
+            Self::Projects => "Project",
+            Self::Tokens => "ApiToken",
+            Self::ProxySettings => "ProxySettings",
+        }
+    }
+
+    /// The items, in words.
+    fn plural(self) -> &'static str {
+        match self {
+            Self::Projects => "projects",
+            Self::Tokens => "API tokens",
+            Self::ProxySettings => "proxy settings revisions",
+        }
+    }
+}
+
+/// How the items are printed.
+enum Printing {
+    Table,
+    Json(Json),
+    Ndjson,
+}
+
+impl Shape {
+    /// What the flags ask for; a pair that cannot go together is refused.
+    fn printing(self, kind: Kind) -> anyhow::Result<Printing> {
+        let json = self.json.is_some() || self.jq.is_some();
+        match self.output {
+            Some(Format::Json) => bail!(
+                "--output json is gone: --json prints the JSON array (--json FIELDS only those fields)"
+            ),
+            Some(format) if json => {
+                let name = match format {
+                    Format::Table => "table",
+                    _ => "ndjson",
+                };
+                let flag = if self.json.is_some() {
+                    "--json"
+                } else {
+                    "--jq"
+                };
+                bail!("{flag} prints one JSON document: it cannot go with --output {name}")
+            }
+            Some(Format::Table) => Ok(Printing::Table),
+            Some(Format::Ndjson) => Ok(Printing::Ndjson),
+            None if !json && std::io::stdout().is_terminal() => Ok(Printing::Table),
+            None => {
+                let fields = match self.json.as_deref() {
+                    Some(given) => {
+                        Json::fields(given, &schema_fields(kind.schema())?, kind.plural())?
+                    }
+                    None => None,
+                };
+                Ok(Printing::Json(Json {
+                    fields,
+                    jq: self.jq.as_deref().map(Jq::compile).transpose()?,
+                    style: Style::stdout(),
+                }))
+            }
+        }
+    }
+}
+
+/// `projects list`.
+pub async fn projects(args: ProjectsList) -> anyhow::Result<()> {
+    let filter = args.organization_id.map(|id| ("organization_id", id));
+    let segments = ["v1".into(), "projects".into()];
+    list(Kind::Projects, &segments, filter, args.listing).await
+}
+
+/// `tokens list`.
+pub async fn tokens(args: TokensList) -> anyhow::Result<()> {
+    let filter = args.name.map(|name| ("name", name));
+    let segments = ["v1".into(), "api_tokens".into()];
+    list(Kind::Tokens, &segments, filter, args.listing).await
+}
+
+/// `proxy-settings list`.
+pub async fn proxy_settings(args: ProxySettingsList) -> anyhow::Result<()> {
+    let segments = [
+        "v1".into(),
+        "projects".into(),
+        args.project_id,
+        "proxy-settings".into(),
+    ];
+    list(Kind::ProxySettings, &segments, None, args.listing).await
+}
+
+/// Prints the listing at `segments` (narrowed by `filter`, a query
+/// parameter, when given) page by page as `listing` asks.
+async fn list(
+    kind: Kind,
+    segments: &[String],
+    filter: Option<(&'static str, String)>,
+    listing: ListingArgs,
+) -> anyhow::Result<()> {
+    let ListingArgs {
+        paging,
+        shape,
+        connection,
+    } = listing;
+    let printing = shape.printing(kind)?;
+    let client = ApiClient::new(&connection::resolve(&connection)?)?;
+    let limit = paging.limit.or(paging.all.then_some(MAX_LIMIT));
+    let mut printer = Printer::new(printing, kind);
+    let mut start_key = paging.start_key.clone();
+    loop {
+        let mut query: Vec<(&str, String)> = filter.iter().cloned().collect();
+        query.extend(limit.map(|l| ("limit", l.to_string())));
+        query.extend(start_key.clone().map(|k| ("start_key", k)));
+        query.extend(paging.order_direction.map(|d| {
+            let word = match d {
+                OrderDirection::Asc => "ASC",
+                OrderDirection::Desc => "DESC",
+            };
+            ("order_direction", word.to_owned())
+        }));
+        let page = client.page(segments, &query).await?;
+        let next = page.next_key(limit);
+        printer.items(page.data)?;
+        match next {
+            Some(key) if paging.all => start_key = Some(key),
+            Some(key) => {
+                let table = matches!(printer.printing, Printing::Table);
+                printer.finish(&client).await?;
+                if table {
+                    eprintln!("more may follow: --start-key {key} (or --all)");
+                }
+                return Ok(());
+            }
+            None => return printer.finish(&client).await,
+        }
+    }
+}
+
+/// Prints the items. NDJSON streams each page as it arrives (the format
+/// for walks too long to hold); JSON and tables are printed whole at the
+/// end, so a walk that fails half-way leaves no broken document.
+struct Printer {
+    printing: Printing,
+    kind: Kind,
+    items: Vec<Box<RawValue>>,
+}
+
+impl Printer {
+    fn new(printing: Printing, kind: Kind) -> Self {
+        Self {
+            printing,
+            kind,
+            items: Vec::new(),
+        }
+    }
+
+    fn items(&mut self, items: Vec<Box<RawValue>>) -> anyhow::Result<()> {
+        if let Printing::Ndjson = self.printing {
+            let mut stdout = std::io::stdout().lock();
+            for item in &items {
+                writeln!(stdout, "{}", item.get())?;
+            }
+            stdout.flush()?;
+        } else {
+            self.items.extend(items);
+        }
+        Ok(())
+    }
+
+    async fn finish(self, client: &ApiClient) -> anyhow::Result<()> {
+        let objects = match &self.printing {
+            Printing::Table => self
+                .items
+                .iter()
+                .map(|item| serde_json::from_str::<Value>(item.get()))
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => Vec::new(),
+        };
+        let names = match self.kind {
+            Kind::Projects => organization_names(client, &objects).await,
+            _ => OrganizationNames::new(),
+        };
+        let mut stdout = std::io::stdout().lock();
+        match &self.printing {
+            Printing::Table if self.items.is_empty() => {
+                eprintln!("no {}", self.kind.plural());
+            }
+            Printing::Table => {
+                let now = OffsetDateTime::now_utc();
+                let rows: Vec<_> = objects
+                    .iter()
+                    .map(|object| self.kind.row(object, now, &names))
+                    .collect();
+                let text = table::fit(self.kind.columns(), rows, table::stdout_width());
+                writeln!(stdout, "{text}")?;
+            }
+            Printing::Json(json) => json.write(&self.items, &mut stdout)?,
+            Printing::Ndjson => {}
+        }
+        stdout.flush()?;
+        Ok(())
+    }
+}
+
+/// Organization names by id.
+type OrganizationNames = std::collections::HashMap<String, String>;
+
+/// The names of the organizations of `projects`: one request per distinct
+/// organization (a few at a time), so a table costs at most one request
+/// per row more. An organization whose name cannot be had (an older
+/// server, a membership that just ended) is shown by its id.
+async fn organization_names(client: &ApiClient, projects: &[Value]) -> OrganizationNames {
+    use futures_util::StreamExt as _;
+    let mut ids: Vec<&str> = projects
+        .iter()
+        .filter_map(|project| project["organization_id"].as_str())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    futures_util::stream::iter(ids)
+        .map(|id| async move {
+            let segments = ["v1".into(), "organizations".into(), id.to_owned()];
+            let answer = client
+                .send(Request::new(reqwest::Method::GET, &segments))
+                .await
+                .ok()?;
+            let organization: Value = serde_json::from_slice(&answer.body).ok()?;
+            let name = organization["name"].as_str()?;
+            Some((id.to_owned(), name.to_owned()))
+        })
+        .buffer_unordered(4)
+        .filter_map(|named| async move { named })
+        .collect()
+        .await
+}
