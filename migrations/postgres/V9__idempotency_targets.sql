@@ -4,9 +4,6 @@
 -- organization is in the body the digest covers). One key sent to two
 -- projects makes a revision in each (docs/management.md).
 --
--- Numbered as SQLite's: from this version on, both dialects use the same
--- version numbers (there is no V8 here).
---
 -- Kept rows stay with an empty target: a createProject key goes on
 -- replaying; a createProjectProxySettings key made before the upgrade no
 -- longer replays (its project is not recorded), for the rest of its day.

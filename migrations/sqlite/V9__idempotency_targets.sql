@@ -4,8 +4,6 @@
 -- organization is in the body the digest covers). One key sent to two
 -- projects makes a revision in each (docs/management.md).
 --
--- From this version on, both dialects use the same version numbers.
---
 -- Kept rows move over with an empty target: a createProject key goes on
 -- replaying; a createProjectProxySettings key made before the upgrade no
 -- longer replays (its project is not recorded), for the rest of its day.

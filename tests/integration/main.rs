@@ -61,6 +61,7 @@ mod postgres {
 mod cli;
 mod config;
 mod console;
+mod migrations;
 mod openapi;
 mod openapi_contract;
 mod operations;

@@ -180,6 +180,151 @@ async fn instances_starting_together_migrate_once() {
     assert_eq!(applied, versions, "each migration is applied once");
 }
 
+/// A database migrated before PostgreSQL's versions were numbered as
+/// SQLite's (SQLite's V5-V8 recorded as V4-V7, no V4, no V8) opens with
+/// its data: the history is renumbered to the files', once. A fresh
+/// database records the files' versions directly, and a history that
+/// differs from the earlier numbering is left for refinery to refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_numbered_before_the_dialects_matched_is_renumbered_once() {
+    require!(Backend::Postgres);
+    let schema = Schema::create(postgres_base_url().expect("PostgreSQL"));
+    let (url, sql_url) = (DatabaseUrl::Postgres(schema.url()), schema.url());
+    let first = TestApp::on(TestStore::at(url.clone(), StoreOptions::default()).await).await;
+    assert_history_is_the_files(&migration_history(&sql_url));
+    first
+        .seed(vec![
+            org(1),
+            user("u1", &[1]),
+            project("p1", 1, 0),
+            project("p2", 1, 1),
+            settings("p1", 1, true),
+        ])
+        .await;
+    let token = first.token("u1").await;
+    let pages = ["/v1/projects", "/v1/projects/p1/proxy-settings"];
+    let mut before = Vec::new();
+    for page in pages {
+        before.push(first.get_json(page, &token).await);
+    }
+    assert!(
+        before.iter().all(|(status, _)| *status == 200),
+        "{before:?}"
+    );
+    assert_eq!(ids(&before[0].1).len(), 2, "{before:?}");
+    first.stop().await;
+
+    // The history as the earlier binary recorded it, from the top.
+    let earlier = |file: &refinery::Migration| {
+        let name = format!("V{}__{}", file.version() - 1, file.name());
+        refinery::Migration::unapplied(&name, file.sql().unwrap()).unwrap()
+    };
+    let mut renumber = String::from("DELETE FROM refinery_schema_history WHERE version = 4;");
+    for file in crate::migrations::files("postgres")
+        .iter()
+        .filter(|file| (5..=8).contains(&file.version()))
+    {
+        let old = earlier(file);
+        renumber += &format!(
+            "UPDATE refinery_schema_history SET version = {}, checksum = '{}' WHERE version = {};",
+            old.version(),
+            old.checksum(),
+            file.version()
+        );
+    }
+    postgres_admin(&sql_url, &renumber);
+    let old_history = migration_history(&sql_url);
+    let versions: Vec<i32> = old_history.iter().map(|row| row.0).collect();
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 9]);
+    assert_eq!(old_history[3].1, "membership_roles");
+
+    // Not the earlier history (a checksum of its own): refused, untouched.
+    let set_checksum_6 = |checksum: &str| {
+        postgres_admin(
+            &sql_url,
+            &format!(
+                "UPDATE refinery_schema_history SET checksum = '{checksum}' WHERE version = 6"
+            ),
+        );
+    };
+    set_checksum_6("1");
+    let edited = migration_history(&sql_url);
+    let refused = store::open(&url, &StoreOptions::default()).await;
+    assert!(refused.is_err(), "a history unlike any recorded opens");
+    assert_eq!(migration_history(&sql_url), edited);
+    set_checksum_6(&old_history[5].2);
+    assert_eq!(migration_history(&sql_url), old_history);
+
+    // The new binary opens it, with every row.
+    let again = TestApp::on(TestStore::at(url.clone(), StoreOptions::default()).await).await;
+    for (page, before) in pages.into_iter().zip(before) {
+        assert_eq!(again.get_json(page, &token).await, before, "{page}");
+    }
+    again.stop().await;
+    let renumbered = migration_history(&sql_url);
+    assert_history_is_the_files(&renumbered);
+    let applied_on = |history: &[(i32, String, String, String)], version: i32| {
+        let row = history.iter().find(|row| row.0 == version).unwrap();
+        row.3.clone()
+    };
+    for version in [1, 2, 3, 5, 6, 7, 8, 9] {
+        let recorded_as = if (5..=8).contains(&version) {
+            version - 1
+        } else {
+            version
+        };
+        assert_eq!(
+            applied_on(&renumbered, version),
+            applied_on(&old_history, recorded_as),
+            "version {version} keeps when it was applied"
+        );
+    }
+
+    // Opening again changes nothing.
+    drop(store::open(&url, &StoreOptions::default()).await.unwrap());
+    assert_eq!(migration_history(&sql_url), renumbered);
+}
+
+/// `refinery_schema_history`: version, name, checksum, applied_on, by
+/// version.
+fn migration_history(url: &str) -> Vec<(i32, String, String, String)> {
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        postgres_client(&url)
+            .query(
+                "SELECT version, name, checksum, applied_on FROM refinery_schema_history
+                  ORDER BY version",
+                &[],
+            )
+            .expect("the history reads")
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2), row.get(3)))
+            .collect()
+    })
+    .join()
+    .expect("the history thread ends")
+}
+
+/// The history records migrations/postgres: each file once, with its
+/// version, name and checksum, and nothing else.
+fn assert_history_is_the_files(history: &[(i32, String, String, String)]) {
+    let recorded: Vec<(i32, &str, &str)> = history
+        .iter()
+        .map(|(version, name, checksum, _)| (*version, name.as_str(), checksum.as_str()))
+        .collect();
+    let files = crate::migrations::files("postgres");
+    let checksums: Vec<String> = files
+        .iter()
+        .map(|file| file.checksum().to_string())
+        .collect();
+    let expected: Vec<(i32, &str, &str)> = files
+        .iter()
+        .zip(&checksums)
+        .map(|(file, checksum)| (file.version(), file.name(), checksum.as_str()))
+        .collect();
+    assert_eq!(recorded, expected);
+}
+
 /// Moving from the embedded store: `admin export` from SQLite, `admin
 /// import` into PostgreSQL; exporting from PostgreSQL then gives the same
 /// bytes.

@@ -46,6 +46,7 @@ use crate::store::sql::db::{Db, EachRow, Param, Row};
 use page_memory::PageMemory;
 
 pub mod dialect;
+mod history;
 mod page_memory;
 mod settings;
 
@@ -218,11 +219,20 @@ async fn migrate(client: &mut Client) -> anyhow::Result<()> {
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .await
         .context("cannot take the migration lock")?;
-    let report = embedded::migrations::runner().run_async(client).await;
+    let runner = embedded::migrations::runner();
+    let report = async {
+        // A history recorded before PostgreSQL's versions were SQLite's.
+        history::renumber(client, runner.get_migrations()).await?;
+        runner
+            .run_async(client)
+            .await
+            .context("cannot apply the schema migrations to PostgreSQL")
+    }
+    .await;
     let _ = client
         .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
         .await;
-    let report = report.context("cannot apply the schema migrations to PostgreSQL")?;
+    let report = report?;
     for migration in report.applied_migrations() {
         tracing::info!(
             version = migration.version(),
