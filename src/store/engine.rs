@@ -17,7 +17,8 @@ use crate::store::options::StoreOptions;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::Db;
 use crate::store::sql::dialect::Dialect;
-use crate::store::{api, operator};
+use crate::store::api;
+use crate::store::operator;
 
 pub struct Engine<D: Driver> {
     driver: Arc<D>,

@@ -60,7 +60,7 @@ macro_rules! operation {
                 &'a self,
                 db: &'a mut dyn $crate::store::sql::db::Db,
                 _: $crate::store::sql::dialect::Dialect,
-            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::StoreError>> {
+            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::error::StoreError>> {
                 Box::pin($work(db, self))
             }
         }
@@ -75,7 +75,7 @@ macro_rules! operation {
                 &'a self,
                 db: &'a mut dyn $crate::store::sql::db::Db,
                 dialect: $crate::store::sql::dialect::Dialect,
-            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::StoreError>> {
+            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::error::StoreError>> {
                 Box::pin($work(db, dialect, self))
             }
         }

@@ -12,7 +12,7 @@ use std::fmt::Display;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::StoreError;
+use crate::store::error::StoreError;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const LONGEST_BACKOFF: Duration = Duration::from_secs(2);

@@ -24,7 +24,9 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use super::{JsonPage, ListingKey, StoreError};
+use crate::store::error::StoreError;
+use crate::store::listing::ListingKey;
+use crate::store::page::JsonPage;
 use recent_pages::{CommitMarks, RecentPages};
 use shared_reads::SharedReads;
 

@@ -20,7 +20,9 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::{PAGE_MEMORY_BYTES, PAGE_MEMORY_TTL, ReadCache, Reader, SeenKeys};
-use crate::store::{JsonPage, ListingKey, StoreError};
+use crate::store::error::StoreError;
+use crate::store::listing::ListingKey;
+use crate::store::page::JsonPage;
 
 /// The state of a database's commits at one moment: equal marks, no
 /// commit in between.
@@ -153,7 +155,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::store::JsonPageWriter;
+    use crate::store::page::JsonPageWriter;
 
     /// A memory whose database is at the mark the test sets, over a
     /// "store" that answers a page holding the number of reads so far.

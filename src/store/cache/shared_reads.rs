@@ -31,7 +31,9 @@ use tokio::sync::oneshot;
 
 use super::{ReadCache, Reader};
 use crate::store::driver::within;
-use crate::store::{JsonPage, Listing, ListingKey, StoreError};
+use crate::store::error::StoreError;
+use crate::store::listing::{Listing, ListingKey};
+use crate::store::page::JsonPage;
 
 type Answer<T> = Result<T, StoreError>;
 

@@ -142,7 +142,7 @@ pub(crate) async fn exists(
 macro_rules! transaction {
     ($db:ident, $begin:ident, $body:block) => {{
         $db.$begin().await?;
-        let result: Result<_, $crate::store::StoreError> = async $body.await;
+        let result: Result<_, $crate::store::error::StoreError> = async $body.await;
         $crate::store::sql::db::finish($db, result).await
     }};
 }
