@@ -1,33 +1,68 @@
-//! Who may do what: the actions of the management API's writes and the one
-//! decision that allows or refuses each, from what the write read of its
-//! caller in its own transaction ([`Facts`]).
+//! Who may do what: every action of the API and the one decision that
+//! allows or refuses it, from the caller's facts toward the target
+//! ([`Facts`]).
 //!
-//! The rules (`management.md`, `docs/security.md` "Who may write what"):
+//! The rules (`management.md`, `docs/security.md` "Who sees what" and "Who
+//! may write what"):
 //! - a token revoked, expired or unknown is refused (401) whatever the
 //!   target, before anything about the target is told;
-//! - a caller who is not a member of the target's organization learns
-//!   nothing: the target is not found (404), whether it exists or not;
-//! - a member may see the organization's projects but not change them
-//!   (403); editors and admins may.
+//! - a caller who is not a member of the target's organization (or not the
+//!   owner of the target token) learns nothing: the target is not found
+//!   (404), whether it exists or not, whatever the method;
+//! - every member may read the organization's projects and their proxy
+//!   settings; editors and admins may change them, a member is refused
+//!   (403);
+//! - every role manages its own tokens, and no one else's.
 //!
-//! Nothing here reads the store: the store reads the facts and asks.
+//! Nothing here reads the store: the callers read the facts and ask. Reads
+//! ask on the token's cached organizations (which know membership, not the
+//! role); writes ask on facts read in their own transaction (the token as
+//! stored now, the role). Listings filter in SQL by the same rule; the
+//! table-driven test `access_rules` checks each filter against [`decide`].
 
 use super::directory::Role;
 use super::time::Timestamp;
 
 /// What a caller does to a target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
-    /// createProject, updateProject, deleteProject, and a project's proxy
-    /// settings (createProjectProxySettings, updateProjectProxySettings,
-    /// activation included).
+    /// listProjects (of an organization), getProject, and the listing of a
+    /// project's proxy settings.
+    ReadProjects,
+    /// createProject, updateProject, deleteProject, createProjectProxySettings,
+    /// and a revision's description (updateProjectProxySettings).
     ChangeProjects,
-    /// createApiToken, deleteApiToken: the caller's own tokens, whatever
-    /// its roles.
+    /// Making a revision the active one (updateProjectProxySettings with
+    /// `is_active`): what the edges serve.
+    ActivateRevision,
+    /// getOrganization, getMyOrganization, and the organizations listing.
+    ReadOrganization,
+    /// getMe, and the listing and getApiToken of the caller's own tokens.
+    ReadOwn,
+    /// createApiToken, deleteApiToken: the caller's own tokens.
     ChangeOwnTokens,
 }
 
-/// The caller's token as the write's transaction finds it.
+impl Action {
+    pub const ALL: [Action; 6] = [
+        Action::ReadProjects,
+        Action::ChangeProjects,
+        Action::ActivateRevision,
+        Action::ReadOrganization,
+        Action::ReadOwn,
+        Action::ChangeOwnTokens,
+    ];
+
+    /// What a refused role may not do, as the 403 says it.
+    fn forbidden(self) -> &'static str {
+        match self {
+            Action::ActivateRevision => "activate the organization's proxy settings",
+            _ => "change the organization's projects",
+        }
+    }
+}
+
+/// The caller's token as the deciding read finds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TokenState {
     Live,
@@ -60,12 +95,36 @@ impl TokenState {
     }
 }
 
-/// Everything the decision reads: the caller's token, and its role in the
-/// organization of the target (`None`: not a member, or no such target).
+/// Where the caller stands toward the target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// Not a member of the target's organization, not the target's owner,
+    /// or no such target: the two are never told apart.
+    Stranger,
+    /// A member of the target's organization, with its role when the
+    /// deciding read knows it (a write's does; the token's cached
+    /// organizations know membership only).
+    Member(Option<Role>),
+    /// The target is the caller's own (its token, its user).
+    Owner,
+}
+
+/// Everything the decision reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Facts {
     pub token: TokenState,
-    pub role: Option<Role>,
+    pub standing: Standing,
+}
+
+impl Facts {
+    /// A live token's caller standing so toward the target: what a read
+    /// knows once authentication let its token through.
+    pub fn live(standing: Standing) -> Self {
+        Self {
+            token: TokenState::Live,
+            standing,
+        }
+    }
 }
 
 /// Why an action is refused.
@@ -76,7 +135,7 @@ pub enum Refusal {
     /// 404: the caller cannot see the target.
     NotFound,
     /// 403: the caller sees the target with a role that may not do this.
-    Forbidden(Role),
+    Forbidden { role: Role, may_not: &'static str },
 }
 
 /// Whether the caller of `facts` may do `action`.
@@ -84,13 +143,23 @@ pub fn decide(action: Action, facts: Facts) -> Result<(), Refusal> {
     if facts.token != TokenState::Live {
         return Err(Refusal::Token(facts.token));
     }
-    match action {
-        Action::ChangeOwnTokens => Ok(()),
-        Action::ChangeProjects => match facts.role {
-            None => Err(Refusal::NotFound),
-            Some(role) if role.may_write_projects() => Ok(()),
-            Some(role) => Err(Refusal::Forbidden(role)),
-        },
+    match (action, facts.standing) {
+        (Action::ReadProjects | Action::ReadOrganization, Standing::Member(_)) => Ok(()),
+        (Action::ChangeProjects | Action::ActivateRevision, Standing::Member(role)) => {
+            // A write decides on the role read in its own transaction; one
+            // that did not read it is refused as the least role.
+            let role = role.unwrap_or(Role::Member);
+            if role.may_write_projects() {
+                Ok(())
+            } else {
+                Err(Refusal::Forbidden {
+                    role,
+                    may_not: action.forbidden(),
+                })
+            }
+        }
+        (Action::ReadOwn | Action::ChangeOwnTokens, Standing::Owner) => Ok(()),
+        _ => Err(Refusal::NotFound),
     }
 }
 
@@ -99,35 +168,67 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_role_and_token_state_gets_its_answer() {
-        let live = |role| Facts {
-            token: TokenState::Live,
-            role,
-        };
-        for action in [Action::ChangeProjects, Action::ChangeOwnTokens] {
+    fn a_token_that_is_not_live_is_refused_whatever_the_rest() {
+        for action in Action::ALL {
             for token in [
                 TokenState::Revoked,
                 TokenState::Expired,
                 TokenState::Unknown,
             ] {
-                for role in [None, Some(Role::Admin)] {
+                for standing in [
+                    Standing::Stranger,
+                    Standing::Member(Some(Role::Admin)),
+                    Standing::Owner,
+                ] {
                     assert_eq!(
-                        decide(action, Facts { token, role }),
+                        decide(action, Facts { token, standing }),
                         Err(Refusal::Token(token))
                     );
                 }
             }
         }
-        let projects = Action::ChangeProjects;
-        assert_eq!(decide(projects, live(None)), Err(Refusal::NotFound));
-        assert_eq!(
-            decide(projects, live(Some(Role::Member))),
-            Err(Refusal::Forbidden(Role::Member))
-        );
-        assert_eq!(decide(projects, live(Some(Role::Editor))), Ok(()));
-        assert_eq!(decide(projects, live(Some(Role::Admin))), Ok(()));
-        for role in [None, Some(Role::Member), Some(Role::Admin)] {
-            assert_eq!(decide(Action::ChangeOwnTokens, live(role)), Ok(()));
+    }
+
+    #[test]
+    fn each_standing_gets_its_answer() {
+        use Action::*;
+        let member = |role| Facts::live(Standing::Member(role));
+        for action in Action::ALL {
+            assert_eq!(
+                decide(action, Facts::live(Standing::Stranger)),
+                Err(Refusal::NotFound),
+                "{action:?}"
+            );
+        }
+        for role in [
+            None,
+            Some(Role::Admin),
+            Some(Role::Editor),
+            Some(Role::Member),
+        ] {
+            assert_eq!(decide(ReadProjects, member(role)), Ok(()));
+            assert_eq!(decide(ReadOrganization, member(role)), Ok(()));
+            assert_eq!(decide(ReadOwn, member(role)), Err(Refusal::NotFound));
+        }
+        for action in [ChangeProjects, ActivateRevision] {
+            assert_eq!(decide(action, member(Some(Role::Admin))), Ok(()));
+            assert_eq!(decide(action, member(Some(Role::Editor))), Ok(()));
+            for role in [None, Some(Role::Member)] {
+                assert!(matches!(
+                    decide(action, member(role)),
+                    Err(Refusal::Forbidden {
+                        role: Role::Member,
+                        ..
+                    })
+                ));
+            }
+            assert_eq!(
+                decide(action, Facts::live(Standing::Owner)),
+                Err(Refusal::NotFound)
+            );
+        }
+        for action in [ReadOwn, ChangeOwnTokens] {
+            assert_eq!(decide(action, Facts::live(Standing::Owner)), Ok(()));
         }
     }
 

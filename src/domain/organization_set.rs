@@ -18,6 +18,16 @@ use std::sync::{Arc, OnceLock};
 
 use twox_hash::XxHash3_64;
 
+use super::access::Standing;
+
+fn standing(member: bool) -> Standing {
+    if member {
+        Standing::Member(None)
+    } else {
+        Standing::Stranger
+    }
+}
+
 /// Widest range of numbers a set gives a bitmap for: 16 KiB as a statement
 /// parameter at most. A set spread wider (a few organizations among a
 /// million) has no bitmap; its listings read organization by organization.
@@ -231,6 +241,17 @@ impl OrganizationSet {
 
     pub fn contains_id(&self, id: &str) -> bool {
         self.number_of(id).is_some()
+    }
+
+    /// Where a caller in these organizations stands toward what the
+    /// organization `id` owns (membership only: the set knows no role).
+    pub fn standing_toward(&self, id: &str) -> Standing {
+        standing(self.contains_id(id))
+    }
+
+    /// [`Self::standing_toward`] the organization numbered `number`.
+    pub fn standing_toward_number(&self, number: i64) -> Standing {
+        standing(self.contains_number(number))
     }
 
     /// The set of organization `id` alone, when it is in this set.

@@ -90,8 +90,7 @@ async fn member_organization(
             user_id: user_id.to_owned(),
             which,
         })
-        .await?
-        .ok_or_else(no_organization)?;
+        .await?;
     content_tagged_response(&organization)
 }
 

@@ -8,6 +8,7 @@ use super::caller::Caller;
 use super::error::ApiError;
 use super::query::QueryParams;
 use super::{AppState, list_response, token_list_response};
+use crate::domain::access::{self, Action, Facts, Refusal};
 use crate::domain::api_token;
 use crate::domain::ids;
 use crate::domain::pagination::{DEFAULT_LIMIT, DEFAULT_PROXY_SETTINGS_LIMIT};
@@ -31,10 +32,10 @@ pub async fn projects(
                 .ok_or_else(|| ApiError::invalid("organization_id", ids::ORGANIZATION_ID_RULE))?;
             // An organization that does not exist and one the caller is not
             // in give the same answer.
-            caller
-                .organizations
-                .only(&id)
-                .ok_or_else(|| ApiError::NotFound("no such organization".into()))?
+            let standing = caller.organizations.standing_toward(&id);
+            access::decide(Action::ReadProjects, Facts::live(standing))
+                .and_then(|()| caller.organizations.only(&id).ok_or(Refusal::NotFound))
+                .map_err(|_| ApiError::NotFound("no such organization".into()))?
         }
     };
     let result = app

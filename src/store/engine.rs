@@ -7,18 +7,18 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 
 use crate::metrics::PoolUse;
+use crate::store::api;
 use crate::store::cache::recent_pages::CommitMarks;
 use crate::store::cache::{self, Reader};
 use crate::store::driver::{Access, Driver, Work, within};
 use crate::store::error::StoreError;
 use crate::store::listing::{Listing, ListingKey};
 use crate::store::operation::{Kind, Operation};
+use crate::store::operator;
 use crate::store::options::StoreOptions;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::Db;
 use crate::store::sql::dialect::Dialect;
-use crate::store::api;
-use crate::store::operator;
 
 pub struct Engine<D: Driver> {
     driver: Arc<D>,

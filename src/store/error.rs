@@ -3,7 +3,7 @@
 //! uniqueness violations to `Conflict`); the HTTP layer maps it to answers.
 
 use crate::domain::FieldError;
-use crate::domain::access::TokenState;
+use crate::domain::access::{Refusal, TokenState};
 
 /// How a store fails.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -56,6 +56,23 @@ impl StoreError {
         match self {
             Self::Conflict(_) => Self::Conflict(message()),
             other => other,
+        }
+    }
+}
+
+impl StoreError {
+    /// The answer to an action the access rule refused (`domain::access`):
+    /// `kind` names what the caller is told it could not find.
+    pub(crate) fn refused(refusal: Refusal, kind: &'static str) -> Self {
+        match refusal {
+            Refusal::Token(state) => Self::TokenRefused(state),
+            Refusal::NotFound => Self::NotFound {
+                kind,
+                id: String::new(),
+            },
+            Refusal::Forbidden { role, may_not } => {
+                Self::Forbidden(format!("the {} role may not {may_not}", role.as_str()))
+            }
         }
     }
 }

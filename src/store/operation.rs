@@ -60,7 +60,8 @@ macro_rules! operation {
                 &'a self,
                 db: &'a mut dyn $crate::store::sql::db::Db,
                 _: $crate::store::sql::dialect::Dialect,
-            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::error::StoreError>> {
+            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::error::StoreError>>
+            {
                 Box::pin($work(db, self))
             }
         }
@@ -75,7 +76,8 @@ macro_rules! operation {
                 &'a self,
                 db: &'a mut dyn $crate::store::sql::db::Db,
                 dialect: $crate::store::sql::dialect::Dialect,
-            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::error::StoreError>> {
+            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::error::StoreError>>
+            {
                 Box::pin($work(db, dialect, self))
             }
         }

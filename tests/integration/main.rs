@@ -13,6 +13,7 @@ mod postgres_cluster;
 #[path = "."]
 mod sqlite {
     pub(crate) const BACKEND: crate::helpers::Backend = crate::helpers::Backend::Sqlite;
+    mod access_rules;
     mod api_tokens;
     mod auth;
     mod body_fuzz;
@@ -36,6 +37,7 @@ mod sqlite {
 #[path = "."]
 mod postgres {
     pub(crate) const BACKEND: crate::helpers::Backend = crate::helpers::Backend::Postgres;
+    mod access_rules;
     mod api_tokens;
     mod auth;
     mod body_fuzz;

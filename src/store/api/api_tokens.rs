@@ -9,7 +9,7 @@
 
 use super::request::{ObjectAnswer, WriteRequest};
 use super::writes::{self, Change, Target};
-use crate::domain::access::Action;
+use crate::domain::access::{self, Action, Facts, Standing};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
@@ -36,9 +36,12 @@ macro_rules! token_columns {
 }
 pub(crate) use token_columns;
 
+/// What a caller is told it could not find.
+const KIND: &str = "api token";
+
 fn no_token() -> StoreError {
     StoreError::NotFound {
-        kind: "api token",
+        kind: KIND,
         id: String::new(),
     }
 }
@@ -147,37 +150,38 @@ pub(crate) fn api_token(row: &dyn Row) -> Result<ApiToken, StoreError> {
     })
 }
 
-/// The user's token, unless revoked.
-async fn own_token(db: &mut dyn Db, user_id: &str, id: &str) -> Result<ApiToken, StoreError> {
-    query_opt(
+/// Token `id` unless revoked, when the caller (`user_id`) may do `action`
+/// to it: the caller's own. Another user's token is refused as an unknown
+/// one, by the same statement.
+async fn own_token(
+    db: &mut dyn Db,
+    user_id: &str,
+    id: &str,
+    action: Action,
+) -> Result<ApiToken, StoreError> {
+    let found = query_opt(
         db,
         concat!(
             "SELECT ",
             token_columns!(),
-            " FROM api_tokens WHERE id = ?1 AND user_id = ?2 AND revoked_at IS NULL"
+            " FROM api_tokens WHERE id = ?1 AND revoked_at IS NULL"
         ),
-        &[Param::Text(id), Param::Text(user_id)],
+        &[Param::Text(id)],
         api_token,
     )
-    .await?
-    .ok_or_else(no_token)
-}
-
-/// The caller's token is still good ([`writes::authorize`]): any role
-/// changes its own tokens.
-async fn authorize(
-    db: &mut dyn Db,
-    request: &WriteRequest,
-    now: Timestamp,
-) -> Result<(), StoreError> {
-    writes::authorize(db, request, Action::ChangeOwnTokens, Target::OwnTokens, now).await?;
-    Ok(())
+    .await?;
+    let standing = match &found {
+        Some(token) if token.user_id == user_id => Standing::Owner,
+        _ => Standing::Stranger,
+    };
+    access::decide(action, Facts::live(standing)).map_err(|r| StoreError::refused(r, KIND))?;
+    found.ok_or_else(no_token)
 }
 
 operation!(GetApiToken => get, Read, "get_api_token" -> ObjectAnswer);
 
 async fn get(db: &mut dyn Db, read: &GetApiToken) -> Result<ObjectAnswer, StoreError> {
-    let token = own_token(db, &read.user_id, &read.id).await?;
+    let token = own_token(db, &read.user_id, &read.id, Action::ReadOwn).await?;
     answer(&token)
 }
 
@@ -196,7 +200,15 @@ async fn create(
     CreateApiToken { request, token }: &CreateApiToken,
 ) -> Result<ObjectAnswer, StoreError> {
     transaction!(db, begin_write, {
-        authorize(db, request, token.created_at).await?;
+        let target = Target::OwnTokens;
+        writes::authorize(
+            db,
+            request,
+            Action::ChangeOwnTokens,
+            target,
+            token.created_at,
+        )
+        .await?;
         let stored = insert_token(db, token).await?;
         let answer = answer(&stored)?;
         writes::record(
@@ -230,8 +242,16 @@ async fn delete(
 ) -> Result<ObjectAnswer, StoreError> {
     let user_id = &request.actor.user_id;
     transaction!(db, begin_write, {
-        authorize(db, request, Timestamp::now()).await?;
-        let token = own_token(db, user_id, id).await?;
+        let target = Target::Token(id);
+        writes::authorize(
+            db,
+            request,
+            Action::ChangeOwnTokens,
+            target,
+            Timestamp::now(),
+        )
+        .await?;
+        let token = own_token(db, user_id, id, Action::ChangeOwnTokens).await?;
         let before = version_of(&token);
         // Forward, even when the clock is not.
         let now = Timestamp::now().as_millis().max(before + 1);

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::domain::access::{self, Action, Facts, Refusal, Standing};
 use crate::domain::directory::{
     OrganizationObject, OrganizationTag, OrganizationType, Role, UserTag, UserWithRoles,
 };
@@ -128,35 +129,39 @@ pub enum WhichOrganization {
 }
 
 /// getOrganization, getMyOrganization: the organization `which` names,
-/// when `user_id` is one of its members; `None` otherwise, whether it
-/// exists or not.
+/// when `user_id` may read it ([`access::decide`]: one of its members); a
+/// 404 otherwise, whether it exists or not.
 #[derive(Clone, Debug)]
 pub struct MemberOrganization {
     pub user_id: String,
     pub which: WhichOrganization,
 }
 
-operation!(MemberOrganization => member_organization, Read, "member_organization" -> Option<OrganizationObject>);
+operation!(MemberOrganization => member_organization, Read, "member_organization" -> OrganizationObject);
 
 async fn member_organization(
     db: &mut dyn Db,
     MemberOrganization { user_id, which }: &MemberOrganization,
-) -> Result<Option<OrganizationObject>, StoreError> {
-    match which {
+) -> Result<OrganizationObject, StoreError> {
+    let with_role = |row: &dyn Row| {
+        let role = (!row.is_null(6)?).then(|| role(row, 6)).transpose()?;
+        Ok((organization(row)?, role))
+    };
+    let found = match which {
         WhichOrganization::Id(id) => {
             query_opt(
                 db,
                 concat!(
                     "SELECT ",
                     organization_columns!(),
-                    " ",
-                    from_memberships!(),
-                    " AND m.organization_id = ?2"
+                    ", m.role FROM organizations o
+                     LEFT JOIN memberships m ON m.organization_id = o.id AND m.user_id = ?1
+                     WHERE o.id = ?2"
                 ),
                 &[Param::Text(user_id), Param::Text(id)],
-                organization,
+                with_role,
             )
-            .await
+            .await?
         }
         WhichOrganization::Oldest => {
             query_opt(
@@ -164,18 +169,26 @@ async fn member_organization(
                 concat!(
                     "SELECT ",
                     organization_columns!(),
-                    " ",
+                    ", m.role ",
                     from_memberships!(),
                     " ",
                     oldest_first!(),
                     " LIMIT 1"
                 ),
                 &[Param::Text(user_id)],
-                organization,
+                with_role,
             )
-            .await
+            .await?
         }
-    }
+    };
+    let (organization, role) = found.map_or((None, None), |(o, role)| (Some(o), role));
+    let standing = match role {
+        Some(role) => Standing::Member(Some(role)),
+        None => Standing::Stranger,
+    };
+    access::decide(Action::ReadOrganization, Facts::live(standing))
+        .map_err(|refusal| StoreError::refused(refusal, "organization"))?;
+    organization.ok_or_else(|| StoreError::refused(Refusal::NotFound, "organization"))
 }
 
 /// A page of the caller's organizations, newest first by default, like

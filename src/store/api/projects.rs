@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::request::{ObjectAnswer, WriteRequest};
 use super::writes::{self, Change, Target};
-use crate::domain::access::Action;
+use crate::domain::access::{self, Action, Facts};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::pagination::PageRequest;
 use crate::domain::project::Project;
@@ -171,12 +171,15 @@ async fn get(db: &mut dyn Db, read: &GetProject) -> Result<ObjectAnswer, StoreEr
         .await?
         .ok_or_else(no_project)
     })?;
-    let visible = read.visible_to.contains_id(&organization_id)
-        && read
-            .organization_id
-            .as_ref()
-            .is_none_or(|asked| asked.eq_ignore_ascii_case(&organization_id));
-    if visible {
+    let standing = read.visible_to.standing_toward(&organization_id);
+    access::decide(Action::ReadProjects, Facts::live(standing))
+        .map_err(|refusal| StoreError::refused(refusal, "project"))?;
+    // getProject's `organization_id`: the project must be in it.
+    let in_the_organization_asked = read
+        .organization_id
+        .as_ref()
+        .is_none_or(|asked| asked.eq_ignore_ascii_case(&organization_id));
+    if in_the_organization_asked {
         Ok(answer)
     } else {
         Err(no_project())
@@ -352,7 +355,7 @@ async fn locked_project(
     id: &str,
     now: Timestamp,
 ) -> Result<(Project, i64), StoreError> {
-    let organization = lock_writable_project(db, request, id, now).await?;
+    let organization = lock_writable_project(db, request, Action::ChangeProjects, id, now).await?;
     // Read again under the lock: a write that was under way is done now.
     let (body, version) = query_opt(
         db,
@@ -369,18 +372,19 @@ async fn locked_project(
     Ok((project, version))
 }
 
-/// Takes the lock of the organization of a project the caller may change
-/// (its own, or its proxy settings) and answers that organization: 401
-/// for a token no longer good, 404 for a project unknown or invisible to
-/// the caller, 403 for a member ([`writes::authorize`]).
+/// Takes the lock of the organization of a project the caller may do
+/// `action` to (change it, or its proxy settings) and answers that
+/// organization: 401 for a token no longer good, 404 for a project unknown
+/// or invisible to the caller, 403 for a member ([`writes::authorize`]).
 pub(crate) async fn lock_writable_project(
     db: &mut dyn Db,
     request: &WriteRequest,
+    action: Action,
     id: &str,
     now: Timestamp,
 ) -> Result<String, StoreError> {
     let target = Target::Project(id);
-    let organization = writes::authorize(db, request, Action::ChangeProjects, target, now)
+    let organization = writes::authorize(db, request, action, target, now)
         .await?
         .ok_or_else(no_project)?;
     writes::lock_organization(db, &organization).await?;

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::projects::lock_writable_project;
 use super::request::{ObjectAnswer, WriteRequest};
 use super::writes::{self, Change};
+use crate::domain::access::{self, Action, Facts};
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
@@ -76,10 +77,8 @@ pub(crate) async fn page(
         // below): the time of a 404 must not tell whether it exists.
         let visibility_checked = AtomicBool::new(false);
         let found = json_page(db, sql, &params, page, 1, |row, key| {
-            if !visibility_checked.swap(true, Ordering::Relaxed)
-                && !query.visible_to.contains_number(row.int(2)?)
-            {
-                return Err(unknown_project(query));
+            if !visibility_checked.swap(true, Ordering::Relaxed) {
+                may_read(query, row.int(2)?)?;
             }
             revision_key(row, key)
         })
@@ -100,8 +99,9 @@ pub(crate) async fn page(
             |row| row.int(0),
         )
         .await?;
-        if !organization.is_some_and(|n| query.visible_to.contains_number(n)) {
-            return Err(unknown_project(query));
+        match organization {
+            Some(number) => may_read(query, number)?,
+            None => return Err(unknown_project(query)),
         }
         let after = match &page.start_key {
             None => None,
@@ -131,6 +131,15 @@ pub(crate) async fn page(
         params.push(Param::Int(page.fetch_count() as i64));
         json_page(db, sql, &params, page, 1, revision_key).await
     })
+}
+
+/// Whether the caller may read the revisions of a project of organization
+/// `number` ([`access::decide`]): the same answer for one it may not see
+/// as for a project that does not exist.
+fn may_read(query: &ProxySettingsQuery, number: i64) -> Result<(), StoreError> {
+    let standing = query.visible_to.standing_toward_number(number);
+    access::decide(Action::ReadProjects, Facts::live(standing))
+        .map_err(|refusal| StoreError::refused(refusal, "project"))
 }
 
 /// The same answer for a project that does not exist and one the caller
@@ -184,7 +193,7 @@ async fn create(
 ) -> Result<ObjectAnswer, StoreError> {
     let now = Timestamp::now();
     transaction!(db, begin_write, {
-        lock_writable_project(db, request, project_id, now).await?;
+        lock_writable_project(db, request, Action::ChangeProjects, project_id, now).await?;
         // After the lock: a request with the same key that held it has
         // committed its answer by now.
         if let Some(answer) = writes::replay(db, request, project_id, now).await? {
@@ -261,7 +270,13 @@ async fn update(
 ) -> Result<ObjectAnswer, StoreError> {
     let now = Timestamp::now();
     transaction!(db, begin_write, {
-        lock_writable_project(db, request, project_id, now).await?;
+        // Which revision is active is what the edges serve: an action
+        // of its own, whatever the description does.
+        let action = match change.is_active {
+            Some(_) => Action::ActivateRevision,
+            None => Action::ChangeProjects,
+        };
+        lock_writable_project(db, request, action, project_id, now).await?;
         let (mut settings, version) = stored(db, project_id, *revision)
             .await?
             .ok_or_else(no_revision)?;

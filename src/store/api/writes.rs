@@ -3,9 +3,9 @@
 //! in an organization, `If-Match` against an object's version, the replay
 //! and keeping of `Idempotency-Key` answers, and the audit record.
 
+use super::directory::role;
 use super::request::{IDEMPOTENCY_WINDOW_MILLIS, ObjectAnswer, WriteRequest};
-use crate::domain::access::{self, Action, Facts, Refusal, TokenState};
-use crate::domain::directory::Role;
+use crate::domain::access::{self, Action, Facts, Standing, TokenState};
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
 use crate::store::sql::db::{Db, Param, query_opt};
@@ -51,50 +51,55 @@ pub(super) enum Target<'a> {
     Project(&'a str),
     /// An organization (by id): createProject.
     Organization(&'a str),
-    /// The caller's own tokens.
+    /// The caller's own tokens, as a whole: createApiToken.
     OwnTokens,
+    /// A token (by id), the caller's or not: deleteApiToken.
+    Token(&'a str),
 }
 
 impl Target<'_> {
     /// What the caller is told it could not find.
-    fn not_found(self) -> StoreError {
-        let kind = match self {
+    fn kind(self) -> &'static str {
+        match self {
             Self::Project(_) => "project",
             Self::Organization(_) => "organization",
-            Self::OwnTokens => "api token",
-        };
-        StoreError::NotFound {
-            kind,
-            id: String::new(),
+            Self::OwnTokens | Self::Token(_) => "api token",
         }
     }
 }
 
-/// The caller's token and its role in the target's organization, in one
+/// The caller's token and where it stands toward the target, in one
 /// statement. The columns: revoked, expires_at, the target's organization
-/// (when the caller is a member there, or the target is a project),
-/// the role.
+/// (when the target is a project, or the caller a member of it), the
+/// caller's role there, whether the target token is the caller's own.
 const CALLER_AND_PROJECT: &str = "SELECT t.revoked_at IS NOT NULL, t.expires_at,
-        p.organization_id, m.role
+        p.organization_id, m.role, FALSE
    FROM api_tokens t
    LEFT JOIN projects p ON p.id = ?2 AND p.deleted_at IS NULL
    LEFT JOIN memberships m ON m.organization_id = p.organization_id AND m.user_id = t.user_id
   WHERE t.id = ?1";
 const CALLER_IN_ORGANIZATION: &str = "SELECT t.revoked_at IS NOT NULL, t.expires_at,
-        m.organization_id, m.role
+        m.organization_id, m.role, FALSE
    FROM api_tokens t
    LEFT JOIN memberships m ON m.organization_id = ?2 AND m.user_id = t.user_id
   WHERE t.id = ?1";
 const CALLER: &str = "SELECT t.revoked_at IS NOT NULL, t.expires_at,
-        CAST(NULL AS TEXT), CAST(NULL AS TEXT)
+        CAST(NULL AS TEXT), CAST(NULL AS TEXT), TRUE
    FROM api_tokens t
+  WHERE t.id = ?1";
+const CALLER_AND_TOKEN: &str = "SELECT t.revoked_at IS NOT NULL, t.expires_at,
+        CAST(NULL AS TEXT), CAST(NULL AS TEXT), o.id IS NOT NULL
+   FROM api_tokens t
+   LEFT JOIN api_tokens o ON o.id = ?2 AND o.user_id = t.user_id AND o.revoked_at IS NULL
   WHERE t.id = ?1";
 
 /// Decides whether the write's caller may do `action` to `target`
 /// ([`access::decide`]), from facts read in the write's transaction: the
 /// token as stored now (a token revoked a moment ago writes nothing, on
-/// any instance, whatever the token cache holds) and the caller's role in
-/// the target's organization. Answers that organization, for the lock.
+/// any instance, whatever the token cache holds) and where the caller
+/// stands toward the target (its role in the target's organization, or
+/// whether the target token is its own). Answers the target's
+/// organization, for the lock.
 ///
 /// A target that does not exist and one the caller cannot see cost the
 /// same one statement and are refused alike, before any lock is taken:
@@ -111,35 +116,34 @@ pub(super) async fn authorize(
         Target::Project(id) => (CALLER_AND_PROJECT, Some(id)),
         Target::Organization(id) => (CALLER_IN_ORGANIZATION, Some(id)),
         Target::OwnTokens => (CALLER, None),
+        Target::Token(id) => (CALLER_AND_TOKEN, Some(id)),
     };
     let params: &[Param] = match &id {
         Some(id) => &[token, Param::Text(id)],
         None => &[token],
     };
     let found = query_opt(db, sql, params, |row| {
-        let revoked = row.boolean(0)?;
-        let expires_at = timestamp_opt(row, 1)?;
+        let token = TokenState::at(row.boolean(0)?, timestamp_opt(row, 1)?, now);
         let organization = (!row.is_null(2)?).then(|| row.text(2)).transpose()?;
-        let role =
-            match row.is_null(3)? {
-                true => None,
-                false => Some(Role::parse(row.str(3)?).ok_or_else(|| {
-                    StoreError::Internal("a membership has an unknown role".into())
-                })?),
-            };
-        Ok((TokenState::at(revoked, expires_at, now), organization, role))
+        let standing = if !row.is_null(3)? {
+            Standing::Member(Some(role(row, 3)?))
+        } else if row.boolean(4)? {
+            Standing::Owner
+        } else {
+            Standing::Stranger
+        };
+        Ok((Facts { token, standing }, organization))
     })
     .await?;
-    let (token, organization, role) = found.unwrap_or((TokenState::Unknown, None, None));
-    match access::decide(action, Facts { token, role }) {
-        Ok(()) => Ok(organization),
-        Err(Refusal::Token(state)) => Err(StoreError::TokenRefused(state)),
-        Err(Refusal::NotFound) => Err(target.not_found()),
-        Err(Refusal::Forbidden(role)) => Err(StoreError::Forbidden(format!(
-            "the {} role may not change the organization's projects",
-            role.as_str()
-        ))),
-    }
+    let (facts, organization) = found.unwrap_or((
+        Facts {
+            token: TokenState::Unknown,
+            standing: Standing::Stranger,
+        },
+        None,
+    ));
+    access::decide(action, facts).map_err(|refusal| StoreError::refused(refusal, target.kind()))?;
+    Ok(organization)
 }
 
 /// `If-Match` against the object's version now.

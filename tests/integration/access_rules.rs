@@ -1,0 +1,304 @@
+//! One rule for who may do what (`domain::access::decide`), checked over
+//! real HTTP against every role and every action: each answer here is the
+//! one the rule gives, computed from the rule itself, and each listing
+//! holds exactly the items the rule lets the caller read (the listings
+//! filter in SQL: this is what ties their filters to the rule).
+
+use proxydeck::domain::access::{self, Action, Facts, Refusal, Standing};
+use proxydeck::domain::directory::Role;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::BACKEND;
+use crate::helpers::*;
+
+/// The callers, by where they stand toward organization 1: an admin, an
+/// editor and a member of it, and an admin of organization 2 only.
+const CALLERS: [(&str, Option<Role>); 4] = [
+    ("admin", Some(Role::Admin)),
+    ("editor", Some(Role::Editor)),
+    ("member", Some(Role::Member)),
+    ("stranger", None),
+];
+
+/// What the rule answers, as an HTTP status.
+fn expected(action: Action, standing: Standing) -> u16 {
+    match access::decide(action, Facts::live(standing)) {
+        Ok(()) => 200,
+        Err(Refusal::NotFound) => 404,
+        Err(Refusal::Forbidden { .. }) => 403,
+        Err(Refusal::Token(_)) => 401,
+    }
+}
+
+fn standing_in_org_1(role: Option<Role>) -> Standing {
+    role.map_or(Standing::Stranger, |role| Standing::Member(Some(role)))
+}
+
+/// A request of an action on a target, and the body it sends.
+struct Request {
+    action: Action,
+    method: Method,
+    path: String,
+    body: Option<Value>,
+}
+
+fn request(action: Action, method: Method, path: &str, body: Option<Value>) -> Request {
+    Request {
+        action,
+        method,
+        path: path.to_owned(),
+        body,
+    }
+}
+
+/// Organizations 1 and 2, the four callers, projects in both (one to
+/// delete per caller), revisions.
+async fn fixture() -> TestApp {
+    let app = TestApp::spawn(BACKEND).await;
+    let mut lines = vec![
+        org(1),
+        org(2),
+        user("admin", &[1]),
+        user("editor", &[1]),
+        user("member", &[1]),
+        user("stranger", &[2]),
+        project("p1", 1, 0),
+        project("p2", 2, 1),
+        settings("p1", 1, true),
+        settings("p2", 1, true),
+    ];
+    for (i, (caller, _)) in CALLERS.iter().enumerate() {
+        lines.push(project(&format!("gone-{caller}"), 1, 10 + i as i64));
+    }
+    app.seed(lines).await;
+    for (caller, role) in CALLERS {
+        if let Some(role) = role {
+            app.data.execute(&format!(
+                "UPDATE memberships SET role = '{}' WHERE user_id = '{caller}'",
+                role.as_str()
+            ));
+        }
+    }
+    app
+}
+
+#[tokio::test]
+async fn every_role_and_action_gets_what_the_rule_says() {
+    require!(BACKEND);
+    let app = fixture().await;
+    let org1 = org_id(1);
+    for (caller, role) in CALLERS {
+        let token = app.token(caller).await;
+        let (own, _) = app.token_with(caller, "spare", None).await;
+        // Another user's token: the admin's for everyone else, the
+        // editor's for the admin.
+        let other_user = if caller == "admin" { "editor" } else { "admin" };
+        let (others, _) = app.token_with(other_user, "not yours", None).await;
+        let in_org_1 = standing_in_org_1(role);
+        let cases: Vec<(Request, Standing)> = vec![
+            (
+                request(
+                    Action::ReadProjects,
+                    Method::GET,
+                    &format!("/v1/projects?organization_id={org1}"),
+                    None,
+                ),
+                in_org_1,
+            ),
+            (
+                request(Action::ReadProjects, Method::GET, "/v1/projects/p1", None),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ReadProjects,
+                    Method::GET,
+                    "/v1/projects/p1/proxy-settings",
+                    None,
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ChangeProjects,
+                    Method::POST,
+                    "/v1/projects",
+                    Some(json!({"organization_id": org1, "slug": format!("new-{caller}")})),
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ChangeProjects,
+                    Method::POST,
+                    "/v1/projects/p1",
+                    Some(json!({"description": format!("by {caller}")})),
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ChangeProjects,
+                    Method::DELETE,
+                    &format!("/v1/projects/gone-{caller}"),
+                    None,
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ChangeProjects,
+                    Method::POST,
+                    "/v1/projects/p1/proxy-settings",
+                    Some(json!({"description": caller,
+                        "backends": [{"name": "o", "address": "o.example:443", "default": true}],
+                        "routes": [{"path": "/", "backend_name": "o", "rank": 1}]})),
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ChangeProjects,
+                    Method::POST,
+                    "/v1/projects/p1/proxy-settings/1",
+                    Some(json!({"description": caller})),
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ActivateRevision,
+                    Method::POST,
+                    "/v1/projects/p1/proxy-settings/1",
+                    Some(json!({"is_active": true})),
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ReadOrganization,
+                    Method::GET,
+                    &format!("/v1/organizations/{org1}"),
+                    None,
+                ),
+                in_org_1,
+            ),
+            (
+                request(Action::ReadOwn, Method::GET, "/v1/users/me", None),
+                Standing::Owner,
+            ),
+            (
+                request(
+                    Action::ReadOwn,
+                    Method::GET,
+                    &format!("/v1/api_tokens/{}", own.id),
+                    None,
+                ),
+                Standing::Owner,
+            ),
+            (
+                request(
+                    Action::ReadOwn,
+                    Method::GET,
+                    &format!("/v1/api_tokens/{}", others.id),
+                    None,
+                ),
+                Standing::Stranger,
+            ),
+            (
+                request(
+                    Action::ChangeOwnTokens,
+                    Method::POST,
+                    "/v1/api_tokens",
+                    Some(json!({"name": "made"})),
+                ),
+                Standing::Owner,
+            ),
+            (
+                request(
+                    Action::ChangeOwnTokens,
+                    Method::DELETE,
+                    &format!("/v1/api_tokens/{}", others.id),
+                    None,
+                ),
+                Standing::Stranger,
+            ),
+            (
+                request(
+                    Action::ChangeOwnTokens,
+                    Method::DELETE,
+                    &format!("/v1/api_tokens/{}", own.id),
+                    None,
+                ),
+                Standing::Owner,
+            ),
+        ];
+        for (request, standing) in cases {
+            let want = expected(request.action, standing);
+            let (status, body, _) = send(
+                &app,
+                request.method.clone(),
+                &request.path,
+                &token,
+                &[],
+                request.body.as_ref(),
+            )
+            .await;
+            assert_eq!(
+                status, want,
+                "{caller} ({standing:?}) {:?}: {} {}: {body}",
+                request.action, request.method, request.path
+            );
+        }
+    }
+}
+
+/// The ids of a listing's one page (the fixture's lists fit in one).
+async fn ids_of(app: &TestApp, path: &str, token: &str) -> Vec<String> {
+    let (status, body) = app.get_json(path, token).await;
+    assert_eq!(status, 200, "{path}: {body}");
+    ids(&body)
+}
+
+/// The listings filter in SQL: each holds exactly what the rule lets its
+/// caller read, of everything the store has.
+#[tokio::test]
+async fn every_listing_holds_what_the_rule_lets_its_caller_read() {
+    require!(BACKEND);
+    let app = fixture().await;
+    let projects = [("p1", 1), ("p2", 2), ("gone-admin", 1)];
+    let organizations = [org_id(1), org_id(2)];
+    let mut tokens = Vec::new();
+    for (caller, _) in CALLERS {
+        tokens.push((caller, app.token_with(caller, "listed", None).await.0.id));
+    }
+    for (caller, role) in CALLERS {
+        let token = app.token(caller).await;
+        let stands_in = |org: u32| match org {
+            1 => standing_in_org_1(role),
+            _ if caller == "stranger" => Standing::Member(Some(Role::Admin)),
+            _ => Standing::Stranger,
+        };
+        let listed = ids_of(&app, "/v1/projects?limit=100", &token).await;
+        for (id, org) in projects {
+            let readable = expected(Action::ReadProjects, stands_in(org)) == 200;
+            assert_eq!(listed.contains(&id.to_owned()), readable, "{caller}: {id}");
+        }
+        let listed = ids_of(&app, "/v1/organizations?limit=100", &token).await;
+        for (n, id) in organizations.iter().enumerate() {
+            let readable = expected(Action::ReadOrganization, stands_in(n as u32 + 1)) == 200;
+            assert_eq!(listed.contains(id), readable, "{caller}: {id}");
+        }
+        let listed = ids_of(&app, "/v1/api_tokens?limit=100", &token).await;
+        for (owner, id) in &tokens {
+            let standing = if *owner == caller {
+                Standing::Owner
+            } else {
+                Standing::Stranger
+            };
+            let readable = expected(Action::ReadOwn, standing) == 200;
+            assert_eq!(listed.contains(id), readable, "{caller}: token of {owner}");
+        }
+    }
+}
