@@ -324,23 +324,6 @@ impl Project {
         .collect()
     }
 
-    /// [`Project::problems`] of a stored project after a change, but for
-    /// the URL members the change left as they were stored: rows written
-    /// before the `http`/`https` rule keep their URLs (and can still be
-    /// changed otherwise) until a write sets those members.
-    pub fn problems_after_change(&mut self, stored: &Project) -> Vec<FieldError> {
-        let problems = self.problems();
-        let kept = |field: &str| match field {
-            "avatar_url" => self.avatar_url == stored.avatar_url,
-            "external_project_url" => self.external_project_url == stored.external_project_url,
-            _ => false,
-        };
-        problems
-            .into_iter()
-            .filter(|problem| !kept(&problem.field))
-            .collect()
-    }
-
     /// The management API's rule for `slug` (imports keep the slugs they
     /// bring): 1 to 63 characters of `a-z`, `0-9` and `-`, neither first
     /// nor last a `-`.
@@ -371,6 +354,83 @@ impl Project {
             .map_err(|e| FieldError::value(e.to_string()))?;
         Ok(())
     }
+}
+
+/// A project body as createProject or updateProject sends it, checked by
+/// the domain's rules: the one check of a project body, shared by create
+/// and update (the operation's OpenAPI schema is checked before, at the
+/// HTTP edge). The rules are each member's own, so the members are
+/// checked on their own, before the stored project they go onto is read:
+/// a bad body is a 400 whatever the project (and the store never checks
+/// them again), and a member the body does not set is never judged (a row
+/// stored before a rule keeps its value until a write sets it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProjectChange {
+    members: Map<String, Value>,
+}
+
+/// What stands in for the id and organization a body does not bring while
+/// its members are checked on their own.
+const PROBE_ID: &str = "probe";
+const PROBE_ORGANIZATION: &str = "00000000-0000-7000-8000-000000000000";
+
+impl ProjectChange {
+    /// `members` (a body that passed its operation's schema, without the
+    /// project's `id`), or every member at fault.
+    pub fn check(members: Map<String, Value>) -> Result<Self, Vec<FieldError>> {
+        let mut probe = Project::new(PROBE_ID.into(), PROBE_ORGANIZATION.into());
+        // A body the schema let through that still does not make a
+        // project: a fault of the schema, told as the body's.
+        probe
+            .apply(&members)
+            .map_err(|problem| vec![problem.within("body")])?;
+        let mut problems: Vec<FieldError> = probe
+            .problems()
+            .into_iter()
+            .filter(|problem| members.contains_key(top_member(&problem.field)))
+            .collect();
+        if members.contains_key("slug") {
+            problems.extend(probe.check_slug().err());
+        }
+        if problems.is_empty() {
+            Ok(Self { members })
+        } else {
+            Err(problems)
+        }
+    }
+
+    pub fn members(&self) -> &Map<String, Value> {
+        &self.members
+    }
+
+    /// The new project a create makes of the change, with id `id` (its
+    /// organization the body's, normalised).
+    pub fn new_project(&self, id: String) -> Project {
+        let organization_id = self
+            .members
+            .get("organization_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut project = Project::new(id, organization_id.to_owned());
+        self.apply_to(&mut project);
+        // Normalises the organization's id; its rules were checked.
+        let _ = project.problems();
+        project
+    }
+
+    /// Sets the change's members on `project` (a value replaces the
+    /// member's, `null` puts it back to its default).
+    pub fn apply_to(&self, project: &mut Project) {
+        project
+            .apply(&self.members)
+            .expect("a checked change applies to any project");
+    }
+}
+
+/// The member a problem's field is in (`override_cache[0].ttl` is in
+/// `override_cache`).
+fn top_member(path: &str) -> &str {
+    path.split(['.', '[']).next().unwrap_or(path)
 }
 
 /// The management API's rule for a slug (see [`Project::check_slug`]).

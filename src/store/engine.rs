@@ -109,10 +109,7 @@ impl<D: Driver> Engine<D> {
     pub async fn upgrade_stored_bodies(&self) -> Result<u64, StoreError> {
         let changed = self.run(operator::shapes::UpgradeStoredBodies).await?;
         if changed > 0 {
-            tracing::info!(
-                projects = changed,
-                "rewrote project bodies of an older shape"
-            );
+            tracing::info!(bodies = changed, "rewrote stored bodies of an older shape");
         }
         Ok(changed)
     }

@@ -696,7 +696,8 @@ contract!(
 /// A project body of an older shape (here: without a member `Project` now
 /// has) is rewritten through `Project` when a store opens on it: the
 /// member is there with its default, the version (the ETag) moved, the
-/// other bodies are untouched, and opening again changes nothing.
+/// other bodies are untouched, and opening again changes nothing. A
+/// revision's body likewise, through `ProxySettings`.
 #[tokio::test]
 async fn bodies_of_an_older_shape_are_rewritten_when_the_store_opens() {
     require!(BACKEND);
@@ -706,9 +707,17 @@ async fn bodies_of_an_older_shape_are_rewritten_when_the_store_opens() {
         user("u1", &[1]),
         project("p1", 1, 0),
         project("p2", 1, 1),
+        settings("p1", 1, true),
     ])
     .await;
     let token = app.token("u1").await;
+    let revisions = async |app: &TestApp| {
+        let (status, body) = app.get_json("/v1/projects/p1/proxy-settings", &token).await;
+        assert_eq!(status, 200, "{body}");
+        body["data"][0].to_string()
+    };
+    let revision = revisions(&app).await;
+    assert!(revision.contains(r#""regex":false"#), "{revision}");
     /// getProject's ETag and body.
     async fn read_on(app: &TestApp, token: &str, id: &str) -> (String, String) {
         let response = app.get(&format!("/v1/projects/{id}"), token).await;
@@ -726,16 +735,19 @@ async fn bodies_of_an_older_shape_are_rewritten_when_the_store_opens() {
     // As an older build stored it.
     app.data.execute(
         r#"UPDATE projects SET body = REPLACE(body, ',"rate_limiting_enabled":false', '') WHERE id = 'p1';
+           UPDATE proxy_settings SET body = REPLACE(body, ',"regex":false', '') WHERE project_id = 'p1';
            UPDATE stored_shapes SET version = 0;"#,
     );
     let (_, old) = read(&app, "p1").await;
     assert!(!old.contains("rate_limiting_enabled"), "{old}");
+    assert!(!revisions(&app).await.contains("regex"));
 
     let reopened = app.another_instance().await;
     let (tag, body) = read(&reopened, "p1").await;
     assert_eq!(body, p1_body);
     assert_ne!(tag, p1_tag, "a rewritten body is a new version");
     assert_eq!(read(&reopened, "p2").await, (p2_tag, p2_body));
+    assert_eq!(revisions(&reopened).await, revision);
 
     let again = reopened.another_instance().await;
     assert_eq!(read(&again, "p1").await, (tag, body));

@@ -5,14 +5,12 @@
 //! the slug's uniqueness inside its transaction and records itself in the
 //! audit (`writes.rs`).
 
-use serde_json::{Map, Value};
-
 use super::request::{ObjectAnswer, WriteRequest};
 use super::writes::{self, Change, Target};
 use crate::domain::access::{self, Action, Facts};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::pagination::PageRequest;
-use crate::domain::project::Project;
+use crate::domain::project::{Project, ProjectChange};
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
 use crate::store::listing::{ListingKey, ProjectsQuery};
@@ -252,13 +250,13 @@ async fn create(
     })
 }
 
-/// updateProject: sets `members` (checked against the operation's schema
-/// already; `null` puts a member back to its default).
+/// updateProject: sets the members of a checked change (`null` puts a
+/// member back to its default).
 #[derive(Clone, Debug)]
 pub struct UpdateProject {
     pub request: WriteRequest,
     pub id: String,
-    pub members: Map<String, Value>,
+    pub change: ProjectChange,
 }
 
 operation!(UpdateProject => update, Write, "update_project" -> ObjectAnswer);
@@ -268,19 +266,16 @@ async fn update(
     UpdateProject {
         request,
         id,
-        members,
+        change,
     }: &UpdateProject,
 ) -> Result<ObjectAnswer, StoreError> {
     let now = Timestamp::now();
     transaction!(db, begin_write, {
         let (mut project, version) = locked_project(db, request, id, now).await?;
-        let stored = project.clone();
-        project.apply(members).map_err(StoreError::Invalid)?;
-        if let Some(problem) = project.problems_after_change(&stored).into_iter().next() {
-            return Err(StoreError::Invalid(problem));
-        }
-        if project.slug != stored.slug {
-            project.check_slug().map_err(StoreError::Invalid)?;
+        let slug_before = project.slug.clone();
+        // Checked already (`ProjectChange::check`), member by member.
+        change.apply_to(&mut project);
+        if project.slug != slug_before {
             refuse_taken_slug(db, &project).await?;
         }
         // Forward, even when the clock is not.
