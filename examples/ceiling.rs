@@ -11,7 +11,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderValue, header};
 use axum::response::IntoResponse;
 
-use proxydeck::http::server::{ServerOptions, serve};
+use proxydeck::http::transport::server::{ServerOptions, serve};
 use proxydeck::http::{RequestLimits, with_middleware};
 
 #[global_allocator]

@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::{AuthOptions, Authenticator};
 use crate::clock::Clock;
-use crate::http::server::{self, ServerOptions};
+use crate::http::transport::server::{self, ServerOptions};
 use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits, Services};
 use crate::rate_limit::failures::FailureLimiter;
 use crate::rate_limit::{RateLimitOptions, RateLimiter};

@@ -30,7 +30,7 @@ use crate::app::{Service, ServiceOptions, shutdown_signal};
 use crate::auth::AuthOptions;
 use crate::domain::url_password;
 use crate::http::RequestLimits;
-use crate::http::server::ServerOptions;
+use crate::http::transport::server::ServerOptions;
 use crate::rate_limit::redis::RedisUrl;
 use crate::rate_limit::{self, Policy, RateLimitOptions};
 use crate::store::{self, Caches, DatabaseUrl, StoreOptions};

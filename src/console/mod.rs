@@ -7,6 +7,11 @@
 //! the console has no way around the API's roles, limits and errors
 //! (docs/console.md).
 
+use axum::Router;
+use axum::routing::get;
+
+use crate::http::conditional::content_tag;
+use crate::http::routes::get_only;
 use axum::body::Body;
 use axum::extract::Path;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
@@ -59,17 +64,25 @@ const ASSETS: &[Asset] = &[
 static TAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {
     ASSETS
         .iter()
-        .map(|asset| crate::http::content_tag(asset.bytes))
+        .map(|asset| content_tag(asset.bytes))
         .collect()
 });
 
+/// The console's routes: the page, and its files.
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    Router::new()
+        .route(PATH, get_only(get(page)))
+        .route("/console/", get_only(get(page)))
+        .route("/console/{name}", get_only(get(asset)))
+}
+
 /// `GET /console`: the page.
-pub async fn page() -> Response {
+async fn page() -> Response {
     answer("index.html")
 }
 
 /// `GET /console/{name}`: the page's files; anything else is a 404.
-pub async fn asset(Path(name): Path<String>) -> Response {
+async fn asset(Path(name): Path<String>) -> Response {
     answer(&name)
 }
 

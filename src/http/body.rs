@@ -10,9 +10,9 @@ use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::error::ApiError;
-use super::schema;
 use crate::domain::FieldError;
+use crate::http::error::ApiError;
+use crate::http::schema;
 
 /// The largest request body, in bytes.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

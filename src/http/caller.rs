@@ -12,16 +12,15 @@ use std::sync::Arc;
 use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::http::{HeaderMap, HeaderName};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::AppState;
-use super::error::{ApiError, Throttle};
-use super::observe::CallerNote;
 use crate::auth::{AuthError, Principal};
+use crate::http::error::{ApiError, Throttle};
+use crate::http::observe::CallerNote;
+use crate::http::state::AppState;
 use crate::rate_limit::failures::FailureLimiter;
-use crate::rate_limit::{RateLimiter, Verdict};
 
 pub struct Caller(pub Arc<Principal>);
 
@@ -139,41 +138,5 @@ impl FromRequestParts<AppState> for Caller {
                 Err(ApiError::Internal)
             }
         }
-    }
-}
-
-/// A rate limiter with the header values that never change made once.
-pub struct Metering {
-    limiter: Arc<RateLimiter>,
-    limit: HeaderValue,
-    policy: HeaderValue,
-}
-
-/// The fields of the IETF httpapi draft "RateLimit header fields for HTTP"
-/// (draft 06, the last with these four separate fields).
-const LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
-const REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
-const RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
-const POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
-
-impl Metering {
-    pub fn new(limiter: Arc<RateLimiter>) -> Self {
-        let policy = limiter.policy();
-        let limit = HeaderValue::from(policy.burst());
-        // `burst` requests per window of the seconds the bucket takes to
-        // fill: the sustained rate, and the burst at once.
-        let described = format!("{};w={}", policy.burst(), policy.window_seconds());
-        Self {
-            limit,
-            policy: HeaderValue::try_from(described).expect("digits and ;w= are a header value"),
-            limiter,
-        }
-    }
-
-    fn write_headers(&self, headers: &mut HeaderMap, verdict: &Verdict) {
-        headers.insert(LIMIT, self.limit.clone());
-        headers.insert(REMAINING, HeaderValue::from(verdict.remaining));
-        headers.insert(RESET, HeaderValue::from(verdict.reset_seconds));
-        headers.insert(POLICY, self.policy.clone());
     }
 }

@@ -5,9 +5,10 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use super::observe::current_request_id;
 use crate::auth::AuthError;
 use crate::domain::token;
+use crate::http::observe::current_request_id;
+use crate::http::respond::json_body;
 use crate::store::StoreError;
 
 #[derive(Debug)]
@@ -237,7 +238,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = super::json_body(self.status(), self.body().into());
+        let mut response = json_body(self.status(), self.body().into());
         let headers = response.headers_mut();
         match self {
             Self::Unauthenticated(_) => {

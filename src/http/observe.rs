@@ -18,10 +18,21 @@ use axum::response::Response;
 use rand::RngExt as _;
 use tracing::Level;
 
-use super::operations;
 use crate::auth::Principal;
 use crate::domain::token;
 use crate::metrics;
+
+/// The operator's endpoints (`operations.rs`), which probes and scrapers
+/// call every few seconds.
+pub const HEALTHZ: &str = "/healthz";
+pub const READYZ: &str = "/readyz";
+pub const METRICS: &str = "/metrics";
+
+/// Whether `route` is one that probes and scrapers call every few seconds:
+/// its requests are logged at debug, not info.
+fn is_probe(route: &str) -> bool {
+    [HEALTHZ, READYZ, METRICS].contains(&route)
+}
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -96,7 +107,7 @@ pub(super) async fn observe(mut request: Request, next: Next) -> Response {
     }
     // Load balancers and scrapers call these every few seconds: their
     // lines would drown the others.
-    if route.is_some_and(operations::is_probe) {
+    if route.is_some_and(is_probe) {
         request_line!(Level::DEBUG);
     } else {
         request_line!(Level::INFO);

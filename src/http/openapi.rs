@@ -7,9 +7,13 @@
 
 use std::sync::LazyLock;
 
+use axum::Router;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use sha2::{Digest, Sha256};
+
+use crate::http::routes::get_only;
 
 /// The document, as served.
 pub const DOCUMENT: &str = include_str!("openapi.json");
@@ -25,10 +29,14 @@ static ETAG: LazyLock<HeaderValue> = LazyLock::new(|| {
     HeaderValue::from_str(&format!("W/\"{hex}\"")).expect("hex digits make a header value")
 });
 
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    Router::new().route("/openapi.json", get_only(get(document)))
+}
+
 /// Needs no token: the document describes the API, it holds no data. A
 /// request whose `If-None-Match` holds the tag is answered 304 by the
 /// conditional layer every route goes through.
-pub async fn document() -> Response {
+async fn document() -> Response {
     (
         [
             (

@@ -10,13 +10,12 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::error::ApiError;
-use super::{AppState, get_only, json_body};
+use crate::http::error::ApiError;
+use crate::http::observe::{HEALTHZ, METRICS, READYZ};
+use crate::http::respond::json_body;
+use crate::http::routes::get_only;
+use crate::http::state::AppState;
 use crate::store::operator::health::Ping;
-
-pub const HEALTHZ: &str = "/healthz";
-pub const READYZ: &str = "/readyz";
-pub const METRICS: &str = "/metrics";
 
 /// Whether this listener serves `/metrics` too; health is served on every
 /// listener, since load balancers probe the port they send traffic to.
@@ -27,7 +26,7 @@ pub enum MetricsRoute {
 }
 
 /// The operator's routes.
-pub(super) fn routes(metrics: MetricsRoute) -> Router<AppState> {
+pub fn routes(metrics: MetricsRoute) -> Router<AppState> {
     let health = Router::new()
         .route(HEALTHZ, get_only(get(healthz)))
         .route(READYZ, get_only(get(readyz)));
@@ -35,12 +34,6 @@ pub(super) fn routes(metrics: MetricsRoute) -> Router<AppState> {
         MetricsRoute::Included => health.route(METRICS, get_only(get(metrics_text))),
         MetricsRoute::Excluded => health,
     }
-}
-
-/// Whether `route` is one that probes and scrapers call every few seconds:
-/// its requests are logged at debug, not info.
-pub(super) fn is_probe(route: &str) -> bool {
-    [HEALTHZ, READYZ, METRICS].contains(&route)
 }
 
 fn status_ok() -> Response {

@@ -9,7 +9,7 @@ use crate::domain::ids;
 use crate::domain::pagination::{Direction, MAX_LIMIT, PageRequest};
 use crate::domain::token::TOKEN_PREFIX;
 
-use super::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Longest unknown parameter name that an error repeats back.
 const MAX_ECHOED_NAME: usize = 32;

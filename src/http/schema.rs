@@ -17,8 +17,8 @@ use std::sync::LazyLock;
 
 use serde_json::{Map, Number, Value};
 
-use super::openapi::DOCUMENT;
 use crate::domain::FieldError;
+use crate::http::openapi::DOCUMENT;
 
 static DOC: LazyLock<Value> =
     LazyLock::new(|| serde_json::from_str(DOCUMENT).expect("the served document is JSON"));

@@ -5,14 +5,13 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::Response;
+use axum::http::{HeaderMap, HeaderValue, header};
 
-use super::caller::Caller;
-use super::error::ApiError;
-use super::observe::current_request_id;
 use crate::domain::token;
-use crate::store::api::request::{Actor, IdempotencyKey, IfMatch, ObjectAnswer, WriteRequest};
+use crate::http::caller::Caller;
+use crate::http::error::ApiError;
+use crate::http::observe::current_request_id;
+use crate::store::api::request::{Actor, IdempotencyKey, IfMatch, WriteRequest};
 
 const API_VERSION: &str = "api-version";
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -124,11 +123,6 @@ fn if_match(headers: &HeaderMap) -> Result<IfMatch, ApiError> {
     }
 }
 
-/// The strong entity tag of an object at `version`: `"v7"`.
-pub fn strong_tag(version: i64) -> HeaderValue {
-    HeaderValue::from_str(&format!("\"v{version}\"")).expect("digits make a header value")
-}
-
 fn version_of(tag: &[u8]) -> Option<i64> {
     let digits = tag.strip_prefix(b"\"v")?.strip_suffix(b"\"")?;
     std::str::from_utf8(digits).ok()?.parse().ok()
@@ -161,18 +155,10 @@ impl OperationHeaders {
     }
 }
 
-/// A single-object answer: 200, its JSON, its strong `ETag`.
-pub fn object_response(answer: ObjectAnswer) -> Response {
-    let mut response = super::json_body(StatusCode::OK, answer.body.into());
-    response
-        .headers_mut()
-        .insert(header::ETAG, strong_tag(answer.version));
-    response
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::respond::strong_tag;
 
     #[test]
     fn if_match_reads_strong_tags_only() {

@@ -53,7 +53,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
 use super::body_framing::Framing;
-use super::error::ApiError;
+use crate::http::error::ApiError;
 
 /// What hyper's canned error answers say right after their status line.
 const HYPERS_OWN: &[u8] = b"\r\nconnection: close\r\ncontent-length: 0\r\n";

@@ -19,7 +19,7 @@
 //! line longer than hyper takes) ends the watch for the rest of the
 //! connection: it can miss a refusal, never make one up.
 
-use super::body::MAX_BODY_BYTES;
+use crate::http::body::MAX_BODY_BYTES;
 
 /// Longer lines are more than hyper takes (its head limit is 64 KiB, a
 /// chunk's extensions 16 KiB): such a connection is not followed.

@@ -1,36 +1,34 @@
-//! The directory's operations: getMe, listOrganizations, getOrganization
-//! and getMyOrganization. The caller's memberships are read from the store
-//! on each request (not from the token's cached grant): what these answer
-//! is what the memberships are now.
+//! The caller's organizations: listOrganizations, getOrganization and
+//! getMyOrganization. The caller's memberships are read from the store on
+//! each request (not from the token's cached grant): what these answer is
+//! what the memberships are now.
 
+use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
+use axum::routing::get;
 
-use super::caller::Caller;
-use super::error::ApiError;
-use super::query::QueryParams;
-use super::{AppState, content_tagged_response, list_response};
 use crate::domain::directory::OrganizationType;
 use crate::domain::ids;
 use crate::domain::pagination::DEFAULT_LIMIT;
-use crate::store::api::directory::{Me, MemberOrganization, WhichOrganization};
+use crate::http::caller::Caller;
+use crate::http::error::ApiError;
+use crate::http::query::QueryParams;
+use crate::http::respond::{content_tagged_response, list_response};
+use crate::http::routes::authenticated;
+use crate::http::state::AppState;
+use crate::store::api::directory::{MemberOrganization, WhichOrganization};
 use crate::store::{Listing, OrganizationsQuery};
 
-/// `GET /v1/users/me`
-pub async fn me(State(app): State<AppState>, Caller(caller): Caller) -> Result<Response, ApiError> {
-    // A token outlives its user only until the token cache forgets it.
-    let user = app
-        .store
-        .run(Me {
-            user_id: caller.user_id.clone(),
-        })
-        .await?
-        .ok_or_else(|| ApiError::NotFound("no such user".into()))?;
-    content_tagged_response(&user)
+pub fn routes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/v1/organizations", authenticated(get(list), state))
+        .route("/v1/organizations/me", authenticated(get(mine), state))
+        .route("/v1/organizations/{id}", authenticated(get(one), state))
 }
 
 /// `GET /v1/organizations`
-pub async fn organizations(
+async fn list(
     State(app): State<AppState>,
     Caller(caller): Caller,
     RawQuery(query): RawQuery,
@@ -60,7 +58,7 @@ pub async fn organizations(
 
 /// `GET /v1/organizations/{id}`: 404 for an organization the caller is
 /// not in, one that does not exist and an id of any other form alike.
-pub async fn organization(
+async fn one(
     State(app): State<AppState>,
     Caller(caller): Caller,
     Path(id): Path<String>,
@@ -72,10 +70,7 @@ pub async fn organization(
 }
 
 /// `GET /v1/organizations/me`: the caller's oldest membership's.
-pub async fn my_organization(
-    State(app): State<AppState>,
-    Caller(caller): Caller,
-) -> Result<Response, ApiError> {
+async fn mine(State(app): State<AppState>, Caller(caller): Caller) -> Result<Response, ApiError> {
     member_organization(&app, &caller.user_id, WhichOrganization::Oldest).await
 }
 
@@ -91,7 +86,7 @@ async fn member_organization(
             which,
         })
         .await?;
-    content_tagged_response(&organization)
+    Ok(content_tagged_response(&organization))
 }
 
 fn no_organization() -> ApiError {

@@ -1,24 +1,65 @@
+//! A project's proxy settings: `GET /v1/projects/{id}/proxy-settings`,
 //! createProjectProxySettings and updateProjectProxySettings
-//! (`management.md`): a new revision is checked by the schema of the
-//! served document, then by the domain's rules (`ProxySettings::validate`,
-//! the same as the import's).
+//! (`interface.md`, `management.md`): a new revision is checked by the
+//! schema of the served document, then by the domain's rules
+//! (`ProxySettings::validate`, the same as the import's).
 
-use axum::extract::{Path, State};
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
+use axum::routing::{get, post};
 use serde_json::{Map, Value};
 
-use super::AppState;
-use super::body::JsonBody;
-use super::caller::Caller;
-use super::error::ApiError;
-use super::listings::ProjectId;
-use super::writes::{OperationHeaders, object_response};
+use super::projects::ProjectId;
 use crate::domain::FieldError;
+use crate::domain::pagination::DEFAULT_PROXY_SETTINGS_LIMIT;
 use crate::domain::proxy_settings::ProxySettings;
+use crate::http::body::JsonBody;
+use crate::http::caller::Caller;
+use crate::http::error::ApiError;
+use crate::http::query::QueryParams;
+use crate::http::respond::{list_response, object_response};
+use crate::http::routes::authenticated;
+use crate::http::state::AppState;
+use crate::http::writes::OperationHeaders;
 use crate::store::StoreError;
 use crate::store::api::proxy_settings::{CreateProxySettings, SettingsChange, UpdateProxySettings};
+use crate::store::{Listing, ProxySettingsQuery};
 
-pub async fn create(
+pub fn routes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route(
+            "/v1/projects/{id}/proxy-settings",
+            authenticated(get(list).post(create), state),
+        )
+        .route(
+            "/v1/projects/{id}/proxy-settings/{revision}",
+            authenticated(post(update), state),
+        )
+}
+
+/// `GET /v1/projects/{id}/proxy-settings`
+async fn list(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    ProjectId(project_id): ProjectId,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &["limit", "start_key", "order_direction"])?;
+    let page = params.page_request(DEFAULT_PROXY_SETTINGS_LIMIT)?;
+    let url = format!("/v1/projects/{project_id}/proxy-settings");
+    let result = app
+        .store
+        .list(Listing::ProxySettings(ProxySettingsQuery {
+            project_id,
+            visible_to: caller.organizations.clone(),
+            page,
+        }))
+        .await?;
+    Ok(list_response(&url, result))
+}
+
+async fn create(
     State(app): State<AppState>,
     caller: Caller,
     headers: OperationHeaders,
@@ -52,7 +93,7 @@ pub async fn create(
     ))
 }
 
-pub async fn update(
+async fn update(
     State(app): State<AppState>,
     caller: Caller,
     headers: OperationHeaders,

@@ -1,24 +1,72 @@
-//! createApiToken, getApiToken, deleteApiToken (`management.md`): any role
-//! manages its own tokens. The secret is made here, as `admin token
+//! The caller's own API tokens: `GET /v1/api_tokens` (listApiTokens),
+//! createApiToken, getApiToken, deleteApiToken (`interface.md`,
+//! `management.md`): any role manages its own tokens. The secret is made here, as `admin token
 //! create` makes it (`NewToken::mint`), put in this one answer and nowhere
 //! else: the store, the audit and the log see its digest and hint only.
 
-use axum::extract::{Path, State};
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
+use axum::routing::get;
 use serde_json::Value;
 
-use super::AppState;
-use super::body::JsonBody;
-use super::caller::Caller;
-use super::error::ApiError;
-use super::writes::{OperationHeaders, object_response};
 use crate::domain::FieldError;
 use crate::domain::api_token;
+use crate::domain::pagination::DEFAULT_LIMIT;
 use crate::domain::time::Timestamp;
+use crate::http::body::JsonBody;
+use crate::http::caller::Caller;
+use crate::http::error::ApiError;
+use crate::http::query::QueryParams;
+use crate::http::respond::{object_response, token_list_response};
+use crate::http::routes::authenticated;
+use crate::http::state::AppState;
+use crate::http::writes::OperationHeaders;
 use crate::store::NewToken;
 use crate::store::api::api_tokens::{CreateApiToken, DeleteApiToken, GetApiToken};
+use crate::store::{ApiTokensQuery, Listing};
 
-pub async fn create(
+pub fn routes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route(
+            "/v1/api_tokens",
+            authenticated(get(list).post(create), state),
+        )
+        .route(
+            "/v1/api_tokens/{id}",
+            authenticated(get(read).delete(delete), state),
+        )
+}
+
+/// `GET /v1/api_tokens`
+async fn list(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(
+        query.as_deref(),
+        &["name", "limit", "start_key", "order_direction"],
+    )?;
+    let page = params.page_request(DEFAULT_LIMIT)?;
+    let name = params.get("name");
+    // A name no token can have is refused, not looked up.
+    if let Some(Err(broken)) = name.map(api_token::validate_name) {
+        return Err(ApiError::invalid("name", broken.message));
+    }
+    let echoed = page.clone();
+    let result = app
+        .store
+        .list(Listing::ApiTokens(ApiTokensQuery {
+            user_id: caller.user_id.clone(),
+            name: name.map(str::to_owned),
+            page,
+        }))
+        .await?;
+    Ok(token_list_response(&echoed, result))
+}
+
+async fn create(
     State(app): State<AppState>,
     caller: Caller,
     headers: OperationHeaders,
@@ -70,7 +118,7 @@ pub async fn create(
     Ok(object_response(answer))
 }
 
-pub async fn get(
+async fn read(
     State(app): State<AppState>,
     caller: Caller,
     _: OperationHeaders,
@@ -83,7 +131,7 @@ pub async fn get(
     Ok(object_response(app.store.run(read).await?))
 }
 
-pub async fn delete(
+async fn delete(
     State(app): State<AppState>,
     caller: Caller,
     headers: OperationHeaders,

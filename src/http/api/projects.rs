@@ -1,0 +1,177 @@
+//! Projects: `GET /v1/projects` (listProjects), createProject, getProject,
+//! updateProject, deleteProject (`interface.md`, `management.md`): bodies
+//! through `body.rs`, the write's context through `writes.rs`, the store's
+//! project operations.
+
+use axum::Router;
+use axum::extract::{FromRequestParts, RawPathParams, RawQuery, State};
+use axum::http::request::Parts;
+use axum::response::Response;
+use axum::routing::{get, post};
+use serde_json::Value;
+
+use crate::domain::FieldError;
+use crate::domain::access::{self, Action, Facts, Refusal};
+use crate::domain::ids;
+use crate::domain::pagination::DEFAULT_LIMIT;
+use crate::domain::project::{self, ProjectChange};
+use crate::http::body::JsonBody;
+use crate::http::caller::Caller;
+use crate::http::error::ApiError;
+use crate::http::query::QueryParams;
+use crate::http::respond::{list_response, object_response};
+use crate::http::routes::authenticated;
+use crate::http::state::AppState;
+use crate::http::writes::OperationHeaders;
+use crate::store::api::projects::{CreateProject, DeleteProject, GetProject, UpdateProject};
+use crate::store::{Listing, ProjectsQuery};
+
+pub fn routes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/v1/projects", authenticated(get(list).post(create), state))
+        .route(
+            "/v1/projects/{id}",
+            authenticated(get(read).merge(post(update)).delete(delete), state),
+        )
+}
+
+/// `GET /v1/projects`
+async fn list(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(
+        query.as_deref(),
+        &["organization_id", "limit", "start_key", "order_direction"],
+    )?;
+    let page = params.page_request(DEFAULT_LIMIT)?;
+    let organizations = match params.get("organization_id") {
+        None => caller.organizations.clone(),
+        Some(raw) => {
+            let id = ids::parse_organization_id(raw)
+                .ok_or_else(|| ApiError::invalid("organization_id", ids::ORGANIZATION_ID_RULE))?;
+            // An organization that does not exist and one the caller is not
+            // in give the same answer.
+            let standing = caller.organizations.standing_toward(&id);
+            access::decide(Action::ReadProjects, Facts::live(standing))
+                .and_then(|()| caller.organizations.only(&id).ok_or(Refusal::NotFound))
+                .map_err(|_| ApiError::NotFound("no such organization".into()))?
+        }
+    };
+    let result = app
+        .store
+        .list(Listing::Projects(ProjectsQuery {
+            organizations,
+            page,
+        }))
+        .await?;
+    Ok(list_response("/v1/projects", result))
+}
+
+async fn create(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let digest = body.digest();
+    let members = body.checked("ProjectCreateInput", slug_problem)?;
+    let project = ProjectChange::check(members)
+        .map_err(ApiError::InvalidBody)?
+        .new_project(ids::new_id());
+    let request = headers.write_request(&caller, "createProject", Some(digest));
+    Ok(object_response(
+        app.store.run(CreateProject { request, project }).await?,
+    ))
+}
+
+async fn read(
+    State(app): State<AppState>,
+    caller: Caller,
+    _: OperationHeaders,
+    ProjectId(id): ProjectId,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &["organization_id"])?;
+    let read = GetProject {
+        id,
+        visible_to: caller.0.organizations.clone(),
+        organization_id: params.get("organization_id").map(str::to_owned),
+    };
+    Ok(object_response(app.store.run(read).await?))
+}
+
+async fn update(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    ProjectId(id): ProjectId,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let mut members = body.checked("ProjectUpdateInput", slug_problem)?;
+    if let Some(sent) = members.remove("id")
+        && sent.as_str() != Some(id.as_str())
+    {
+        return Err(ApiError::InvalidBody(vec![FieldError::new(
+            "id",
+            "must be the project id of the path",
+        )]));
+    }
+    let change = ProjectChange::check(members).map_err(ApiError::InvalidBody)?;
+    let request = headers.write_request(&caller, "updateProject", None);
+    Ok(object_response(
+        app.store
+            .run(UpdateProject {
+                request,
+                id,
+                change,
+            })
+            .await?,
+    ))
+}
+
+async fn delete(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    ProjectId(id): ProjectId,
+) -> Result<Response, ApiError> {
+    let request = headers.write_request(&caller, "deleteProject", None);
+    Ok(object_response(
+        app.store.run(DeleteProject { request, id }).await?,
+    ))
+}
+
+/// The slug's rule, beside the schema's checks (which do not read its
+/// pattern).
+fn slug_problem(body: &Value) -> Vec<FieldError> {
+    match body.get("slug").and_then(Value::as_str) {
+        Some(slug) => project::check_slug(slug).err().into_iter().collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The project id of a path (`/v1/projects/{id}...`): 1 to 64 characters
+/// of `[A-Za-z0-9_-]`, else a 400 naming `id`, before any store look-up.
+/// Every operation on a project takes its id this way (the listing of its
+/// proxy settings, getProject, updateProject, deleteProject, and the
+/// proxy-settings writes), so a malformed id has one answer everywhere.
+pub struct ProjectId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for ProjectId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        // A segment that is not UTF-8 once decoded is no id either.
+        let params = RawPathParams::from_request_parts(parts, state).await.ok();
+        params
+            .iter()
+            .flatten()
+            .find(|(name, _)| *name == "id")
+            .map(|(_, id)| id)
+            .filter(|id| ids::is_valid_id(id))
+            .map(|id| Self(id.to_owned()))
+            .ok_or_else(|| ApiError::invalid("id", ids::ID_RULE))
+    }
+}

@@ -1,0 +1,38 @@
+//! What every handler can reach: the service's parts, shared.
+
+use std::sync::Arc;
+
+use crate::auth::Authenticator;
+use crate::http::metering::Metering;
+use crate::rate_limit::failures::FailureLimiter;
+use crate::store::Store;
+
+/// What every handler can reach. Cloned for every request (by each
+/// extractor and middleware that takes it), so it is one reference count.
+#[derive(Clone)]
+pub struct AppState(Arc<Services>);
+
+pub struct Services {
+    pub store: Arc<Store>,
+    pub auth: Arc<Authenticator>,
+    /// Per-token rate limits; `None` when they are off.
+    pub metering: Option<Arc<Metering>>,
+    /// Failed authentications per client address; `None` when unlimited.
+    pub failures: Option<Arc<FailureLimiter>>,
+    /// The trusted proxy's header naming the client's address, if any.
+    pub client_address_header: Option<axum::http::HeaderName>,
+}
+
+impl AppState {
+    pub fn new(services: Services) -> Self {
+        Self(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
