@@ -21,6 +21,7 @@ mod options;
 pub mod outage;
 mod page;
 mod postgres;
+mod reader;
 mod sql;
 mod sqlite;
 mod tokens;
@@ -32,16 +33,16 @@ use crate::metrics::PoolUse;
 use engine::Engine;
 use postgres::PostgresDriver;
 use postgres::dialect::POSTGRES;
+use reader::ReadPath;
 use sqlite::SqliteDriver;
 use sqlite::dialect::SQLITE;
 
-pub use cache::Caches;
 pub use error::StoreError;
 pub use listing::{
     ApiTokensQuery, Listing, ListingKey, OrganizationsQuery, ProjectsQuery, ProxySettingsQuery,
 };
 pub use operation::Operation;
-pub use options::StoreOptions;
+pub use options::{Caches, StoreOptions};
 pub use page::{JsonPage, JsonPageWriter};
 pub use postgres::{PostgresSettings, SslMode};
 pub use sqlite::FILE_CHECK_INTERVAL;
@@ -131,16 +132,29 @@ impl DatabaseUrl {
 /// then rewriting bodies of an older shape. The SQL dialect is chosen
 /// here, once, with the driver.
 pub async fn open(url: &DatabaseUrl, options: &StoreOptions) -> anyhow::Result<Store> {
+    // Each dialect keeps the read path's cache that buys something on it
+    // (docs/choices.md, "Caches"): SQLite's reads cost a few µs, sharing
+    // them cost more than it saved; PostgreSQL's round trips are worth
+    // sharing, and it cannot tell commits without a round trip.
+    let caches = options.caches;
     let backend = match url {
         DatabaseUrl::Sqlite(path) => Backend::Sqlite(Engine::new(
             sqlite::open(path.clone(), options.clone()).await?,
             SQLITE,
             options,
+            ReadPath {
+                recent_pages: caches.recent_pages,
+                shared_reads: false,
+            },
         )),
         DatabaseUrl::Postgres(url) => Backend::Postgres(Engine::new(
             postgres::open(url.clone(), options.clone()).await?,
             POSTGRES,
             options,
+            ReadPath {
+                recent_pages: false,
+                shared_reads: caches.shared_reads,
+            },
         )),
     };
     let store = Store(backend);

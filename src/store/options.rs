@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use crate::clock::Clock;
-pub use crate::store::cache::Caches;
 
 /// Knobs shared by the backends.
 #[derive(Clone, Debug)]
@@ -28,5 +27,109 @@ impl Default for StoreOptions {
             caches: Caches::ALL,
             clock: Clock::system(),
         }
+    }
+}
+
+/// Which caches are on (`--caches`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caches {
+    /// Authenticated tokens, for `--token-cache-ttl` (`auth.rs`).
+    pub token: bool,
+    /// PostgreSQL: identical reads at the same time share one statement.
+    pub shared_reads: bool,
+    /// SQLite: pages answered again while nothing committed.
+    pub recent_pages: bool,
+}
+
+/// The names `--caches` takes, in [`Caches`]' order.
+pub const CACHE_NAMES: [&str; 3] = ["token", "shared-reads", "recent-pages"];
+
+impl Caches {
+    pub const ALL: Self = Self {
+        token: true,
+        shared_reads: true,
+        recent_pages: true,
+    };
+    pub const NONE: Self = Self {
+        token: false,
+        shared_reads: false,
+        recent_pages: false,
+    };
+
+    /// `all`, `none`, or a comma-separated list of [`CACHE_NAMES`]: those
+    /// on, the others off.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "all" => return Ok(Self::ALL),
+            "none" => return Ok(Self::NONE),
+            _ => {}
+        }
+        let mut caches = Self::NONE;
+        for name in text.split(',').map(str::trim) {
+            let flag = match name {
+                "token" => &mut caches.token,
+                "shared-reads" => &mut caches.shared_reads,
+                "recent-pages" => &mut caches.recent_pages,
+                _ => {
+                    return Err(format!(
+                        "unknown cache {name:?}: write all, none, or a comma-separated list of {}",
+                        CACHE_NAMES.join(", ")
+                    ));
+                }
+            };
+            *flag = true;
+        }
+        Ok(caches)
+    }
+}
+
+impl std::fmt::Display for Caches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on = [self.token, self.shared_reads, self.recent_pages];
+        match on {
+            [true, true, true] => f.write_str("all"),
+            [false, false, false] => f.write_str("none"),
+            _ => {
+                let names: Vec<&str> = CACHE_NAMES
+                    .iter()
+                    .zip(on)
+                    .filter_map(|(name, on)| on.then_some(*name))
+                    .collect();
+                f.write_str(&names.join(","))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caches_are_named_all_none_or_listed() {
+        assert_eq!(Caches::parse("all"), Ok(Caches::ALL));
+        assert_eq!(Caches::parse("none"), Ok(Caches::NONE));
+        let some = Caches::parse("token, recent-pages").unwrap();
+        assert_eq!(
+            some,
+            Caches {
+                token: true,
+                recent_pages: true,
+                ..Caches::NONE
+            }
+        );
+        assert_eq!(some.to_string(), "token,recent-pages");
+        assert!(
+            Caches::parse("page-memory").is_err(),
+            "gone: it bought nothing"
+        );
+        assert_eq!(Caches::ALL.to_string(), "all");
+        assert_eq!(Caches::NONE.to_string(), "none");
+        let refused = Caches::parse("tokens").unwrap_err();
+        assert!(
+            refused.contains("\"tokens\"") && refused.contains("shared-reads"),
+            "{refused}"
+        );
+        assert!(Caches::parse("").is_err());
     }
 }

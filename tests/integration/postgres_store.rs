@@ -439,46 +439,6 @@ async fn hosts_are_tried_in_turn_and_a_read_only_server_is_refused_when_asked() 
     assert!(!text.contains("does not allow writes"), "{text}");
 }
 
-/// A page read again comes from the instance's memory, but for what
-/// changed: PostgreSQL sends the changed row's body, not the others.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_page_read_again_is_served_from_memory_but_for_the_changed_row() {
-    require!(Backend::Postgres);
-    let store = TestStore::new(Backend::Postgres).await;
-    let mut lines = vec![org(1), user("u1", &[1])];
-    lines.extend((0..5).map(|i| project(&format!("p{i}"), 1, i)));
-    seed(store.store.as_ref(), lines).await.unwrap();
-    let org_1 = organizations(store.store.as_ref(), &[1]).await;
-    let read = || first_page_of(store.store.as_ref(), &org_1, 3);
-    let (memory, database) = (page_bodies("memory"), page_bodies("database"));
-    // Seen once: read the plain way. Seen again: remembered (the three
-    // rows and the one after them, all sent). Then: all from memory.
-    let first = read().await.unwrap();
-    read().await.unwrap();
-    let third = read().await.unwrap();
-    assert_eq!(third, first);
-    assert!(
-        page_bodies("memory") - memory >= 4.0,
-        "nothing came from memory"
-    );
-    assert!(page_bodies("database") - database >= 4.0);
-
-    let changed = serde_json::json!({"object": "project", "id": "p3",
-        "organization_id": org_id(1), "description": "changed"});
-    seed(store.store.as_ref(), vec![changed]).await.unwrap();
-    let (memory, database) = (page_bodies("memory"), page_bodies("database"));
-    let after = read().await.unwrap();
-    assert!(after.contains("\"changed\""), "{after}");
-    assert!(
-        page_bodies("database") - database >= 1.0,
-        "the change was not sent"
-    );
-    assert!(
-        page_bodies("memory") - memory >= 3.0,
-        "the unchanged rows were sent again"
-    );
-}
-
 /// Identical reads that arrive while a statement for them is out share
 /// the next statement. Here the first read's statement waits on a lock
 /// held by a transaction that changes a row; five identical reads arrive

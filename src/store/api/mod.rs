@@ -24,7 +24,7 @@ pub(crate) async fn read_page(
     key: &ListingKey,
 ) -> Result<JsonPage, StoreError> {
     match key.listing() {
-        Listing::Projects(query) => projects::page(db, dialect, key, query).await,
+        Listing::Projects(query) => projects::page(db, dialect, query).await,
         Listing::ApiTokens(query) => api_tokens::page(db, query).await,
         Listing::ProxySettings(query) => proxy_settings::page(db, query).await,
         Listing::Organizations(query) => directory::page(db, query).await,

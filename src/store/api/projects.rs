@@ -13,7 +13,7 @@ use crate::domain::pagination::PageRequest;
 use crate::domain::project::{Project, ProjectChange};
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
-use crate::store::listing::{ListingKey, ProjectsQuery};
+use crate::store::listing::ProjectsQuery;
 use crate::store::operation::operation;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, Param, exists, query_opt, to_json, transaction};
@@ -55,10 +55,9 @@ fn no_organization() -> StoreError {
 pub(crate) async fn page(
     db: &mut dyn Db,
     dialect: Dialect,
-    key: &ListingKey,
     query: &ProjectsQuery,
 ) -> Result<JsonPage, StoreError> {
-    let found = projects_page(db, dialect, key, query).await?;
+    let found = projects_page(db, dialect, query).await?;
     if found.count > 0 || query.page.start_key.is_none() {
         return Ok(found);
     }
@@ -76,23 +75,19 @@ pub(crate) async fn page(
         if !organization.is_some_and(|n| query.organizations.contains_number(n)) {
             return Err(StoreError::UnknownStartKey);
         }
-        projects_page(db, dialect, key, query).await
+        projects_page(db, dialect, query).await
     })
 }
 
 async fn projects_page(
     db: &mut dyn Db,
     dialect: Dialect,
-    key: &ListingKey,
     query: &ProjectsQuery,
 ) -> Result<JsonPage, StoreError> {
     let page = &query.page;
     match query.organizations.numbers() {
         [] => Ok(JsonPage::default()),
-        [organization] => match db.own_organization_page(key, *organization, page).await {
-            Some(found) => found,
-            None => one_organization_page(db, *organization, page).await,
-        },
+        [organization] => one_organization_page(db, *organization, page).await,
         _ => (dialect.organizations_page)(db, &query.organizations, page).await,
     }
 }

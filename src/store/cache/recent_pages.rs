@@ -15,23 +15,25 @@
 //! memory holds only what was read since the last commit, not 32 MiB of
 //! pages that can never be answered again.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use super::{PAGE_MEMORY_BYTES, PAGE_MEMORY_TTL, ReadCache, Reader, SeenKeys};
 use crate::store::error::StoreError;
 use crate::store::listing::ListingKey;
 use crate::store::page::JsonPage;
 
 /// The state of a database's commits at one moment: equal marks, no
-/// commit in between.
+/// commit in between (SQLite: `sqlite/commit_watch.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CommitMark([u32; 12]);
+pub struct CommitMark(i64);
 
 impl CommitMark {
-    pub fn new(words: [u32; 12]) -> Self {
-        Self(words)
+    pub fn new(version: i64) -> Self {
+        Self(version)
     }
 }
 
@@ -66,12 +68,12 @@ enum Recalled {
 impl RecentPages {
     pub fn new(marks: CommitMarks) -> Self {
         let pages = moka::sync::Cache::builder()
-            .max_capacity(PAGE_MEMORY_BYTES)
+            .max_capacity(MEMORY_BYTES)
             .weigher(|_: &ListingKey, marked: &Arc<MarkedPage>| {
                 let bytes = marked.page.joined.len() + 256;
                 u32::try_from(bytes).unwrap_or(u32::MAX)
             })
-            .time_to_live(PAGE_MEMORY_TTL)
+            .time_to_live(MEMORY_TTL)
             .build();
         Self {
             pages,
@@ -113,16 +115,22 @@ impl RecentPages {
     }
 }
 
-impl ReadCache for RecentPages {
-    fn read(
+impl RecentPages {
+    /// The page `key` names: the one kept, when nothing committed since it
+    /// was read; else read by `next` (and kept from its key's second
+    /// sighting on).
+    pub fn read<F>(
         &self,
         key: ListingKey,
-        next: &Reader,
-    ) -> BoxFuture<'static, Result<JsonPage, StoreError>> {
+        next: impl FnOnce(ListingKey) -> F,
+    ) -> BoxFuture<'static, Result<JsonPage, StoreError>>
+    where
+        F: Future<Output = Result<JsonPage, StoreError>> + Send + 'static,
+    {
         // The mark first: a commit during the read then moves it, and the
         // page kept with it is never taken for a newer one.
         let Some(mark) = (self.marks)() else {
-            return next(key);
+            return Box::pin(next(key));
         };
         self.moved_to(mark);
         match self.recall(&key, mark) {
@@ -130,7 +138,7 @@ impl ReadCache for RecentPages {
                 crate::metrics::page_bodies(page.count as u64, 0);
                 Box::pin(std::future::ready(Ok(page)))
             }
-            Recalled::FirstSighting => next(key),
+            Recalled::FirstSighting => Box::pin(next(key)),
             Recalled::Again => {
                 let (pages, read) = (self.pages.clone(), next(key.clone()));
                 Box::pin(async move {
@@ -150,6 +158,41 @@ impl ReadCache for RecentPages {
     }
 }
 
+/// How much the memory keeps, at most (least recently used pages go
+/// first).
+const MEMORY_BYTES: u64 = 32 * 1024 * 1024;
+
+/// How long the memory keeps a page after it was last read.
+const MEMORY_TTL: Duration = Duration::from_secs(300);
+
+/// Keys seen lately, as digests in a table of this many slots (a key's
+/// digest picks its slot; a newer key takes the slot over).
+const SEEN_SLOTS: usize = 1 << 16;
+
+/// The keys of pages asked for lately: a page is worth remembering from its
+/// key's second sighting on (a client walking a long list once would pay
+/// the copies for nothing).
+struct SeenKeys {
+    slots: Box<[AtomicU64]>,
+}
+
+impl Default for SeenKeys {
+    fn default() -> Self {
+        Self {
+            slots: (0..SEEN_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl SeenKeys {
+    /// Notes `key`; answers whether it was seen lately.
+    fn seen_again(&self, key: &ListingKey) -> bool {
+        let digest = key.digest();
+        let slot = &self.slots[digest as usize % SEEN_SLOTS];
+        slot.swap(digest, Ordering::Relaxed) == digest
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -157,26 +200,27 @@ mod tests {
     use super::*;
     use crate::store::page::JsonPageWriter;
 
-    /// A memory whose database is at the mark the test sets, over a
-    /// "store" that answers a page holding the number of reads so far.
-    fn memory() -> (Arc<Mutex<CommitMark>>, RecentPages, Reader) {
-        let now = Arc::new(Mutex::new(CommitMark::new([1; 12])));
+    /// A "store" that answers a page holding the number of reads so far.
+    type Store = Arc<std::sync::atomic::AtomicUsize>;
+
+    /// A memory whose database is at the mark the test sets.
+    fn memory() -> (Arc<Mutex<CommitMark>>, RecentPages, Store) {
+        let now = Arc::new(Mutex::new(CommitMark::new(1)));
         let marks: CommitMarks = {
             let now = now.clone();
             Arc::new(move || Some(*now.lock().unwrap()))
         };
-        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let store: Reader = Arc::new(move |_| {
-            let n = reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            let mut page = JsonPageWriter::default();
-            page.push_ready(&n.to_string(), b"{}");
-            Box::pin(std::future::ready(Ok(page.finish())))
-        });
-        (now, RecentPages::new(marks), store)
+        (now, RecentPages::new(marks), Store::default())
     }
 
-    async fn read(memory: &RecentPages, store: &Reader, user: &str) -> String {
-        let page = memory.read(ListingKey::example(user), store).await.unwrap();
+    async fn read(memory: &RecentPages, store: &Store, user: &str) -> String {
+        let read = |_| {
+            let n = store.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let mut page = JsonPageWriter::default();
+            page.push_ready(&n.to_string(), b"{}");
+            std::future::ready(Ok(page.finish()))
+        };
+        let page = memory.read(ListingKey::example(user), read).await.unwrap();
         page.last_key.unwrap()
     }
 
@@ -199,7 +243,7 @@ mod tests {
             "kept while nothing commits"
         );
         assert_eq!(read(&memory, &store, "other").await, "3", "another key");
-        *now.lock().unwrap() = CommitMark::new([2; 12]);
+        *now.lock().unwrap() = CommitMark::new(2);
         assert_eq!(
             read(&memory, &store, "u").await,
             "4",
@@ -220,7 +264,7 @@ mod tests {
         }
         memory.pages.run_pending_tasks();
         assert_eq!(memory.pages.entry_count(), 3);
-        *now.lock().unwrap() = CommitMark::new([2; 12]);
+        *now.lock().unwrap() = CommitMark::new(2);
         read(&memory, &store, "a").await;
         memory.pages.run_pending_tasks();
         assert_eq!(

@@ -29,10 +29,9 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio::sync::oneshot;
 
-use super::{ReadCache, Reader};
 use crate::store::driver::within;
 use crate::store::error::StoreError;
-use crate::store::listing::{Listing, ListingKey};
+use crate::store::listing::ListingKey;
 use crate::store::page::JsonPage;
 
 type Answer<T> = Result<T, StoreError>;
@@ -50,9 +49,6 @@ type Statement<T> = Box<dyn Fn() -> BoxFuture<'static, Answer<T>> + Send>;
 /// The listing reads of a store.
 pub struct SharedReads {
     reads: Reads<ListingKey, JsonPage>,
-    /// Reads answered by another's statement, by listing: projects, tokens,
-    /// proxy settings.
-    shared: [::metrics::Counter; 4],
     /// How long a read waits for another's statement: `--db-timeout`, the
     /// bound of its own statement.
     bound: Duration,
@@ -62,32 +58,27 @@ impl SharedReads {
     pub fn new(bound: Duration) -> Self {
         Self {
             reads: Reads::default(),
-            shared: [
-                "list_projects",
-                "list_api_tokens",
-                "list_proxy_settings",
-                "list_organizations",
-            ]
-            .map(crate::metrics::shared_reads),
             bound,
         }
     }
 }
 
-impl ReadCache for SharedReads {
-    fn read(&self, key: ListingKey, next: &Reader) -> BoxFuture<'static, Answer<JsonPage>> {
-        let shared = self.shared[match key.listing() {
-            Listing::Projects(_) => 0,
-            Listing::ApiTokens(_) => 1,
-            Listing::ProxySettings(_) => 2,
-            Listing::Organizations(_) => 3,
-        }]
-        .clone();
-        let (reads, bound, next) = (self.reads.clone(), self.bound, next.clone());
+impl SharedReads {
+    /// The page `key` names, from a `statement` sent after this call began:
+    /// this read's own, or one it shares with identical reads.
+    pub fn read<S, F>(&self, key: ListingKey, statement: S) -> BoxFuture<'static, Answer<JsonPage>>
+    where
+        S: Fn(ListingKey) -> F + Send + 'static,
+        F: Future<Output = Answer<JsonPage>> + Send + 'static,
+    {
+        let shared = crate::metrics::shared_reads(key.listing().operation());
+        let (reads, bound) = (self.reads.clone(), self.bound);
         Box::pin(async move {
             let statement_key = key.clone();
             reads
-                .read(key, bound, &shared, move || next(statement_key.clone()))
+                .read(key, bound, &shared, move || {
+                    statement(statement_key.clone())
+                })
                 .await
         })
     }

@@ -34,20 +34,15 @@ use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Config, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::domain::pagination::PageRequest;
 use crate::metrics::PoolUse;
 use crate::store::driver::{Access, Driver, Work, on_blocking_thread};
 use crate::store::error::StoreError;
-use crate::store::listing::ListingKey;
 use crate::store::options::StoreOptions;
 use crate::store::outage::Outage;
-use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, EachRow, Param, Row};
-use page_memory::PageMemory;
 
 pub mod dialect;
 mod history;
-mod page_memory;
 mod settings;
 
 pub use settings::{PostgresSettings, SslMode};
@@ -110,8 +105,6 @@ pub struct PostgresDriver {
     shared: Vec<SharedClient>,
     next_shared: AtomicUsize,
     exclusive: managed::Pool<Connector>,
-    /// When the page memory is on (`--caches`).
-    pages: Option<Arc<PageMemory>>,
 }
 
 impl PostgresDriver {
@@ -177,7 +170,6 @@ impl PostgresDriver {
             shared: clients,
             next_shared: AtomicUsize::new(0),
             exclusive: pool,
-            pages: options.caches.page_memory.then(Arc::default),
         })
     }
 
@@ -194,10 +186,6 @@ impl PostgresDriver {
             return Ok(connection);
         }
         let connection = Arc::new(self.connector.connect().await?);
-        // The server may not be the one the remembered pages came from.
-        if let Some(pages) = &self.pages {
-            pages.forget_all();
-        }
         *slot.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection.clone());
         Ok(connection)
     }
@@ -432,16 +420,6 @@ impl Db for PgSession {
 
     async fn rollback(&mut self) -> Result<(), StoreError> {
         self.end("ROLLBACK").await
-    }
-
-    async fn own_organization_page(
-        &mut self,
-        key: &ListingKey,
-        organization: i64,
-        page: &PageRequest,
-    ) -> Option<Result<JsonPage, StoreError>> {
-        let memory = self.driver.pages.clone()?;
-        page_memory::read(self, &memory, key, organization, page).await
     }
 
     fn in_transaction(&self) -> bool {

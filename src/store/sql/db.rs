@@ -13,10 +13,7 @@
 
 use async_trait::async_trait;
 
-use crate::domain::pagination::PageRequest;
 use crate::store::error::StoreError;
-use crate::store::listing::ListingKey;
-use crate::store::page::JsonPage;
 
 /// A statement parameter: the few types the schema uses. Nulls are typed,
 /// as PostgreSQL needs.
@@ -75,17 +72,6 @@ pub trait Db: Send {
 
     /// Whether a transaction is open on this connection.
     fn in_transaction(&self) -> bool;
-
-    /// One organization's page of projects when the driver reads it a way
-    /// of its own (PostgreSQL's page memory); `None`: the shared statement.
-    async fn own_organization_page(
-        &mut self,
-        _key: &ListingKey,
-        _organization: i64,
-        _page: &PageRequest,
-    ) -> Option<Result<JsonPage, StoreError>> {
-        None
-    }
 
     /// From now on (`true`) or no more, statements may take milliseconds (a
     /// page merged from hundreds of organizations): the driver keeps them

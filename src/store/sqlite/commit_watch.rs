@@ -1,48 +1,29 @@
-//! Telling, without a read transaction, that no transaction committed to
-//! the database since an earlier moment: a page of projects read then is
-//! still the page now, and can be answered again from memory.
+//! Telling that no transaction committed to the database since an earlier
+//! moment, through SQLite's public interface: a page read then is still
+//! the page now, and can be answered again from memory
+//! (`cache/recent_pages.rs`).
 //!
-//! A read transaction costs more than the rest of a SQLite page read: it
-//! takes a WAL read lock, which is SQLite's per-file mutex and often an
-//! `fcntl` (bench/RESULTS.md: 11% of a first page's CPU). What a new read
-//! transaction would see is decided by the WAL-index header, 48 bytes at
-//! the start of the `-shm` file that every connection maps: a commit, by
-//! any connection of any process, changes it (`iChange` counts commits,
-//! `mxFrame` the WAL's frames, the salts change when the WAL restarts), and
-//! a commit becomes visible exactly when it is written. SQLite writes the
-//! header twice, the second copy first, and a reader that finds both
-//! copies equal has a whole one; SQLite's own readers read it so, without
-//! a lock (`walIndexTryHdr`), and so does [`CommitWatch::mark`]. The layout
-//! is part of SQLite's documented file format (walformat.html, "The
-//! WAL-Index Header"), unchanged since WAL came in 3.7.0.
-//!
-//! The mapping is reached through the VFS (`SQLITE_FCNTL_FILE_POINTER`,
-//! then `xShmMap` for region 0) on a connection kept open for the purpose:
-//! it stays mapped while that connection is open.
+//! `PRAGMA data_version` answers a number that changes whenever another
+//! connection, of this process or any other, commits to the database, as
+//! seen from the connection that asks. One connection, kept for the
+//! purpose and never writing, asks for every mark, so every commit is
+//! another's and marks are comparable. It costs a read transaction's WAL
+//! lock, about 2-3 µs (`examples/commit_mark_cost.rs`, bench/RESULTS.md,
+//! "Accelerators, A/B"): the WAL-index header read through SQLite's
+//! mapping cost 0.03 µs, but took `unsafe` code reaching into the VFS.
 
-use std::ffi::c_void;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use rusqlite::{Connection, OpenFlags, ffi};
+use rusqlite::{Connection, OpenFlags};
 
 use super::{FILE_CHECK_INTERVAL, FileIdentity};
 use crate::store::cache::recent_pages::CommitMark;
 
-/// u32 words in one copy of the WAL-index header.
-const HEADER_WORDS: usize = 12;
-/// The size SQLite maps the shared memory in (`WALINDEX_PGSZ`).
-const SHM_REGION_BYTES: i32 = 32 * 1024;
-
-/// The database's WAL-index header, mapped.
 pub struct CommitWatch {
-    /// Keeps the shared memory mapped; never used for statements.
-    _connection: Mutex<Connection>,
-    /// Both copies of the header: 2 x [`HEADER_WORDS`] words.
-    header: NonNull<AtomicU32>,
+    connection: Mutex<Connection>,
     path: PathBuf,
     file: FileIdentity,
     /// When the file was last seen in place, in ms since `opened`.
@@ -52,60 +33,37 @@ pub struct CommitWatch {
     replaced: AtomicBool,
 }
 
-// SAFETY: `header` points into a shared mapping that lives as long as
-// `_connection`, which this struct owns; it is only read, atomically.
-unsafe impl Send for CommitWatch {}
-// SAFETY: as above; the connection itself is behind a mutex.
-unsafe impl Sync for CommitWatch {}
-
 impl CommitWatch {
-    /// Watches the WAL-mode database at `path`; `None` when its shared
-    /// memory cannot be reached (then every page is read from the file).
+    /// Watches the database at `path`; `None` when it cannot (then every
+    /// page is read from the file).
     pub fn open(path: &Path) -> Option<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let connection = Connection::open_with_flags(path, flags).ok()?;
         connection.pragma_update(None, "query_only", "ON").ok()?;
-        // A first read opens the WAL and maps its index.
-        connection
-            .query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
-            .ok()?;
-        // SAFETY: the handle is that of a live connection, used on this
-        // thread only, and the VFS methods are called as SQLite defines them.
-        let header = unsafe { wal_index(&connection) }?;
         let watch = Self {
-            _connection: Mutex::new(connection),
-            header,
+            connection: Mutex::new(connection),
             path: path.to_owned(),
             file: FileIdentity::of(path).ok()?,
             checked_at: AtomicU64::new(0),
             opened: Instant::now(),
             replaced: AtomicBool::new(false),
         };
-        // A header not yet written (or not a WAL index): no watch.
         watch.mark().map(|_| watch)
     }
 
-    /// The header now; `None` while a writer is in the middle of writing
-    /// it, or once the file was replaced.
+    /// Where the database's commits are now; `None` when it cannot be told
+    /// (the file was replaced, or the question failed).
     pub fn mark(&self) -> Option<CommitMark> {
         if self.replaced.load(Ordering::Relaxed) || !self.file_in_place() {
             return None;
         }
-        let copy = |index: usize| -> [u32; HEADER_WORDS] {
-            std::array::from_fn(|word| {
-                // SAFETY: region 0 is 32 KiB; the two copies are its first
-                // 96 bytes, aligned as SQLite's u32 fields are.
-                unsafe { self.header.add(index * HEADER_WORDS + word).as_ref() }
-                    .load(Ordering::Acquire)
-            })
-        };
-        // The order of SQLite's readers: first copy, barrier, second copy
-        // (writers write the second first).
-        let first = copy(0);
-        fence(Ordering::SeqCst);
-        let second = copy(1);
-        // iVersion is 0 until the index is initialised.
-        (first == second && first[0] != 0).then(|| CommitMark::new(first))
+        let connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut statement = connection.prepare_cached("PRAGMA data_version").ok()?;
+        let version: i64 = statement.query_row([], |row| row.get(0)).ok()?;
+        Some(CommitMark::new(version))
     }
 
     /// Whether the file at the path is still the one watched, looked at
@@ -138,42 +96,4 @@ impl CommitWatch {
             _ => true,
         }
     }
-}
-
-/// The start of the WAL index (region 0 of the shared memory) of
-/// `connection`'s main database.
-///
-/// # Safety
-/// `connection` must be open and in WAL mode, and not used elsewhere
-/// during the call.
-unsafe fn wal_index(connection: &Connection) -> Option<NonNull<AtomicU32>> {
-    let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
-    // SAFETY: per the function's contract; FILE_POINTER writes a
-    // `sqlite3_file *` into its argument.
-    let found = unsafe {
-        ffi::sqlite3_file_control(
-            connection.handle(),
-            c"main".as_ptr(),
-            ffi::SQLITE_FCNTL_FILE_POINTER,
-            (&raw mut file).cast::<c_void>(),
-        )
-    };
-    if found != ffi::SQLITE_OK || file.is_null() {
-        return None;
-    }
-    // SAFETY: `file` is the open main database file of the connection.
-    let methods = unsafe { (*file).pMethods };
-    // xShmMap came with version 2 of the I/O methods.
-    if methods.is_null() || unsafe { (*methods).iVersion } < 2 {
-        return None;
-    }
-    let map = unsafe { (*methods).xShmMap }?;
-    let mut region: *mut c_void = std::ptr::null_mut();
-    // SAFETY: region 0 without extending it: the mapping SQLite made for
-    // the connection's own reads.
-    let mapped = unsafe { map(file, 0, SHM_REGION_BYTES, 0, &raw mut region) };
-    if mapped != ffi::SQLITE_OK {
-        return None;
-    }
-    NonNull::new(region.cast::<AtomicU32>())
 }
