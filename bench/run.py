@@ -10,6 +10,8 @@ over loopback with keep-alive, print tables.
     bench/run.py --mix --quick        # its smoke version on small data, a minute or two per store
     bench/run.py --mix --writes-only  # the mix scenario, then the HTTP write runs alone
     bench/run.py --mix --compare A B  # two builds (before/after a change) side by side, rounds alternating
+    bench/run.py --mix --compare P P --b-flags "--caches token,shared-reads,page-memory"
+                                      # one build, a cache switched off on B: an accelerator's A/B
 
 The fixed scenarios (the default): one page asked over and over by one
 token (the first page of projects, a page at 90% depth, the token list, a
@@ -47,6 +49,26 @@ of PostgreSQL). Every answer must be 2xx: a scenario with any other status
 or a socket error stops the run, naming it. With --quick, wrk counts the
 statuses itself and the writer must have written.
 
+Two builds, or two settings of one (--compare A B): the binaries serve one
+prepared store side by side (the mix data, tokens and request files as
+above), while `bench_store write` makes about 50 writes a second (unless
+--no-writer), and each scenario runs in rounds alternating between them
+(A B A B ...), so that the machine's drift and the other sessions' load
+fall on both alike; each round of B is divided by A's round of the same
+turn, and the median and range of those ratios are printed, both ways
+(B/A and A/B). Each side runs with the server's defaults unless
+--a-flags / --b-flags give it `serve` flags (e.g. `--b-flags "--caches
+token,shared-reads,page-memory"`); --b-flags given several times makes a B
+side for each, all served at once, each turn A then the B sides (their
+order turned by one each time). Scenarios: "mix",
+"first page, one connection", "agency random pages" (bench-agency, in all
+1,000 organizations, asking random pages) and "dashboard polling" (200
+users of the organizations with most members, each its own token, asking
+the first page of its organization's projects again and again: a team's
+dashboards); --scenario picks some. The earlier behaviour (caches off, no
+writer, two scenarios) is `--a-flags=--caches=none --b-flags=--caches=none
+--no-writer --scenario mix --scenario "first page, one connection"`.
+
 Timings are printed, never asserted: these machines are shared and noisy,
 so read ratios measured in one run. Release binaries are looked for in
 $CARGO_TARGET_DIR/release (default: target/release beside this folder).
@@ -61,6 +83,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import socket
 import statistics
@@ -339,6 +362,8 @@ BENCH_STORE = os.path.join(RELEASE, "examples", "bench_store")
 # The names `bench_store mint` gives a user's tokens, in turn.
 MINT_NAMES = ("ci", "deploy", "laptop", "terraform", "monitoring")
 WRITES_PER_SECOND = 50
+# "dashboard polling" (--compare): this many users, each its own token.
+DASHBOARD_USERS = 200
 # The HTTP write runs (write_runs): connections of the writers, and the
 # rate of the paced run (a busy platform team's provisioning, and more).
 WRITE_CONNECTIONS = 4
@@ -496,6 +521,30 @@ def token_pool(data, rng, size):
     return pool
 
 
+def dashboard_callers(data, users):
+    """The callers of "dashboard polling": a team's dashboards, each user
+    with a token of its own asking the first page of one organization's
+    projects. Organizations are taken by their number of members, most
+    first (five at full size: the data's biggest teams have 66-68), and
+    their members not yet taken (not bench-user nor bench-agency) until
+    `users` are; answers [(secret, organization)], each user's first
+    minted token."""
+    members = defaultdict(list)
+    for user in data.user_ids:
+        if not user.startswith("bench-"):
+            for n in data.organizations_of[user]:
+                members[n].append(user)
+    callers, taken = [], set()
+    for n in sorted(members, key=lambda n: (-len(members[n]), n)):
+        for user in members[n]:
+            if user not in taken and len(callers) < users:
+                taken.add(user)
+                callers.append((data.tokens[user][0][1], n))
+        if len(callers) >= users:
+            break
+    return callers
+
+
 def make_request_files(data, folder, lines, pool_size, seed):
     """Writes one requests file per scenario (`TOKEN<TAB>PATH` lines, what
     bench/mix.lua reads) into `folder`; answers {scenario: path}. The same
@@ -519,6 +568,7 @@ def make_request_files(data, folder, lines, pool_size, seed):
 
     agency, one = secrets_of("bench-agency"), secrets_of("bench-user")
     organization_0 = data.organizations[0]
+    dashboards = dashboard_callers(data, DASHBOARD_USERS)
     contents = {
         "mix": from_pool(mixed),
         **{name: from_pool(lambda _, kind=kind: kind) for name, kind in kinds.items()},
@@ -529,6 +579,9 @@ def make_request_files(data, folder, lines, pool_size, seed):
             (rng.choice(one), f"/v1/projects?start_key={project_id(rng.choice(organization_0))}")
             for _ in range(lines)),
         "first page, one connection": ((rng.choice(agency), "/v1/projects") for _ in range(min(lines, 1000))),
+        "dashboard polling": (
+            (secret, f"/v1/projects?organization_id={org_id(organization)}")
+            for secret, organization in (rng.choice(dashboards) for _ in range(lines))),
     }
     os.makedirs(folder, exist_ok=True)
     files = {}
@@ -1077,52 +1130,92 @@ def prepare_store(store, urls, data_file, meta_path, meta, args, env, work):
 
 
 # --compare: the scenarios driven at both binaries, and their connections
-# (None: --connections).
-COMPARED_SCENARIOS = [("mix", None), ("first page, one connection", 1)]
+# (None: --connections). "--scenario NAME" picks some of them.
+COMPARED_SCENARIOS = [
+    ("mix", None),
+    ("first page, one connection", 1),
+    ("agency random pages", None),
+    ("dashboard polling", None),
+]
+
+
+def compared_sides(args):
+    """--compare's servers: [(label, binary, serve flags)]. A is the first
+    binary with --a-flags; B the second with --b-flags, or, when --b-flags
+    is given more than once, one B side for each (B1, B2, ...), all of the
+    second binary."""
+    b_flags = args.b_flags or [""]
+    sides = [("A", args.compare[0], shlex.split(args.a_flags or ""))]
+    for k, flags in enumerate(b_flags):
+        label = "B" if len(b_flags) == 1 else f"B{k + 1}"
+        sides.append((label, args.compare[1], shlex.split(flags)))
+    return sides
 
 
 def compare_store(store, urls, data_file, meta_path, meta, args, env, work):
-    """--compare: the two binaries serve the prepared store side by side,
-    caches off, no writer; each scenario's rounds alternate between them
-    (A B A B ...), so that the machine's drift and other load fall on both
-    alike."""
+    """--compare: the binaries serve the prepared store side by side, each
+    with its own flags (default: none, the server's defaults), and each
+    scenario's rounds alternate between them (A B A B ...; with several B
+    sides A B1 B2 ... A B1 B2 ...), so that the machine's drift and other
+    load fall on all alike. The store's writer (about WRITES_PER_SECOND
+    writes/s) runs all along unless --no-writer."""
     prepared, files, _ = prepare_store(store, urls, data_file, meta_path, meta, args, env, work)
+    warm_file_cache(urls["serve"])
     with open(files["mix"]) as first:
         token = first.readline().split("\t", 1)[0]
-    servers, meters = [], []
+    sides = compared_sides(args)
+    names = args.scenario or [name for name, _ in COMPARED_SCENARIOS]
+    servers, meters, writer, writes = [], [], None, None
     try:
-        for label, binary in zip("AB", args.compare):
+        for label, binary, flags in sides:
             port = free_port()
             base = f"http://127.0.0.1:{port}"
-            log(f"{store}: {label} = {binary}, serving on {base}")
+            log(f"{store}: {label} = {binary} {' '.join(flags) or '(the server defaults)'}, serving on {base}")
             server = Process([binary, "--database", urls["serve"], "serve", "--listen", f"127.0.0.1:{port}",
-                              "--rate-limit", "off", "--caches", "none"],
+                              "--rate-limit", "off", *flags],
                              env, os.path.join(work, f"serve-{store}-{label}.log"))
             servers.append((label, base, server))
             server.wait_answering(f"{base}/v1/projects?limit=1", token)
             meters.append(CpuMeter(server.process.pid, urls.get("admin")))
+        if not args.no_writer:
+            writer = Writer(urls["writer"], meta_path, env, os.path.join(work, f"writer-{store}-compare.log"), seed=1)
         scenarios = []
         for name, connections in COMPARED_SCENARIOS:
+            if name not in names:
+                continue
             connections = connections or args.connections
-            log(f"  {name}: {args.rounds} rounds of {args.seconds} s on each, alternating, "
+            log(f"  {name}: {args.rounds} rounds of {args.seconds} s on each of {len(servers)}, alternating, "
                 f"{connections} connections")
             rounds = {label: [] for label, _, _ in servers}
             for (_, base, _), meter in zip(servers, meters):
                 spot_check(name, base, files[name], args.samples)
                 if args.warmup:
                     measure_mix(name, "warm-up", base, files[name], args.warmup, connections, args, meter)
-            for _ in range(args.rounds):
-                for (label, base, _), meter in zip(servers, meters):
+            sides_now = list(zip(servers, meters))
+            for k in range(args.rounds):
+                # A first, then the B sides, turned by one each round: no B
+                # always runs right after another.
+                others = sides_now[1:]
+                turned = others[k % len(others):] + others[:k % len(others)]
+                for (label, base, _), meter in sides_now[:1] + turned:
                     rounds[label].append(measure_mix(name, label, base, files[name], args.seconds, connections,
                                                      args, meter))
             scenarios.append({"scenario": name, "connections": connections, "rounds": rounds})
+        if writer:
+            writes, writer = writer.stop(), None
+            if writes["writes"] == 0 or (args.quick and writes["errors"]):
+                raise SystemExit(f"{store}: the writer made {writes['writes']} writes and {writes['errors']} errors")
         prepared["compared"] = {
-            "binaries": {label: {"path": path, "bytes": os.path.getsize(path)}
-                         for label, path in zip("AB", args.compare)},
+            "sides": {label: {"path": binary, "bytes": os.path.getsize(binary), "flags": flags}
+                      for label, binary, flags in sides},
             "scenarios": scenarios,
+            "writer": writes,
             "rss_mib": {label: server.peak_rss_mib() for label, _, server in servers},
         }
     finally:
+        if writer:
+            with contextlib.suppress(SystemExit):
+                writer.stop()
         for meter in meters:
             meter.close()
         for _, _, server in servers:
@@ -1131,37 +1224,51 @@ def compare_store(store, urls, data_file, meta_path, meta, args, env, work):
 
 
 def report_compare(stores, shape, args):
-    """The Markdown table of a --compare run, on stdout."""
+    """The Markdown tables of a --compare run, on stdout: each side's
+    figures and, for each B side, its ratios to A round by round."""
+    writer = ("no writer" if args.no_writer else
+              f"a writer makes about {WRITES_PER_SECOND} writes/s (bench_store write) all along")
     print()
     print(f"Data: {shape['projects']:,} projects in {shape['organizations']:,} organizations, "
-          f"{shape['users']:,} users. Both binaries serve the same store at once, caches off, no writer; "
-          f"each scenario: {args.rounds} rounds of {args.seconds} s on each, alternating A B A B. "
-          f"B/A: the ratio of each round of B to the round of A just before it, median (range).")
+          f"{shape['users']:,} users. The binaries serve the same store at once; {writer}; "
+          f"each scenario: {args.rounds} rounds of {args.seconds} s on each side, alternating "
+          f"(A B A B; with several B sides, A then each B in each round, the B sides' order turned by one each round). Ratios: each round of a side against the "
+          f"round of A in the same round, median (range). Connections: {args.connections} "
+          f"(\"first page, one connection\": 1). Latency: the median round's, from wrk.")
     for store in stores:
         compared = store["compared"]
         print()
-        for label, binary in compared["binaries"].items():
-            print(f"- {label}: {binary['path']}, {binary['bytes']:,} bytes, "
-                  f"server peak RSS {compared['rss_mib'][label]:.0f} MiB")
+        for label, side in compared["sides"].items():
+            print(f"- {label}: {side['path']} {' '.join(side['flags']) or '(the server defaults)'}; "
+                  f"{side['bytes']:,} bytes, server peak RSS {compared['rss_mib'][label]:.0f} MiB")
+        w = compared.get("writer")
+        if w:
+            print(f"- writer: {w['writes']:,} writes in {w['seconds']:.0f} s "
+                  f"({w['writes'] / max(w['seconds'], 1e-9):.0f}/s), {w['errors']} errors")
         print()
-        print("| store | scenario | A requests/s (median, range) | B requests/s (median, range) | B/A requests/s "
-              "| A CPU µs/req | B CPU µs/req | B/A CPU per request | A p50 / p99 µs | B p50 / p99 µs |")
-        print("|---|---|---|---|---|---:|---:|---|---|---|")
+        print("| store | scenario | side | requests/s median (range) | side/A requests/s | A/side requests/s "
+              "| CPU µs/req | side/A CPU per request | p50 / p99 µs |")
+        print("|---|---|---|---|---|---|---:|---|---|")
+        median = statistics.median
         for s in compared["scenarios"]:
-            a, b = s["rounds"]["A"], s["rounds"]["B"]
-            rps = lambda rounds: sorted(r["rps"] for r in rounds)
-            median = lambda values: statistics.median(values)
-            ratios = sorted(y["rps"] / x["rps"] for x, y in zip(a, b))
+            a = s["rounds"]["A"]
             cpu = lambda rounds: [1e6 * r["cpu_seconds"]["process"] / max(r["requests"], 1) for r in rounds]
-            cpu_ratios = sorted(y / x for x, y in zip(cpu(a), cpu(b)) if x)
-            middle = lambda rounds: sorted(rounds, key=lambda r: r["rps"])[len(rounds) // 2]["latency_us"]
-            la, lb = middle(a), middle(b)
-            print(f"| {store['store']} | {s['scenario']} | {median(rps(a)):,.0f} ({min(rps(a)):,.0f}-{max(rps(a)):,.0f}) "
-                  f"| {median(rps(b)):,.0f} ({min(rps(b)):,.0f}-{max(rps(b)):,.0f}) "
-                  f"| {median(ratios):.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f}) "
-                  f"| {per_request_us(a, 'process'):,.1f} | {per_request_us(b, 'process'):,.1f} "
-                  f"| {median(cpu_ratios):.3f} ({cpu_ratios[0]:.3f}-{cpu_ratios[-1]:.3f}) "
-                  f"| {la['p50']:,} / {la['p99']:,} | {lb['p50']:,} / {lb['p99']:,} |")
+            for label, rounds in s["rounds"].items():
+                rps = sorted(r["rps"] for r in rounds)
+                latency = sorted(rounds, key=lambda r: r["rps"])[len(rounds) // 2]["latency_us"]
+                if label == "A":
+                    ratio = inverse = cpu_ratio = "1"
+                else:
+                    ratios = sorted(y["rps"] / x["rps"] for x, y in zip(a, rounds))
+                    inverses = sorted(1 / r for r in ratios)
+                    cpu_ratios = sorted(y / x for x, y in zip(cpu(a), cpu(rounds)) if x)
+                    spread = lambda values: f"{median(values):.3f} ({values[0]:.3f}-{values[-1]:.3f})"
+                    ratio, inverse = f"**{spread(ratios)}**", spread(inverses)
+                    cpu_ratio = spread(cpu_ratios) if cpu_ratios else "-"
+                print(f"| {store['store']} | {s['scenario']} | {label} "
+                      f"| {median(rps):,.0f} ({rps[0]:,.0f}-{rps[-1]:,.0f}) | {ratio} | {inverse} "
+                      f"| {per_request_us(rounds, 'process'):,.1f} | {cpu_ratio} "
+                      f"| {latency['p50']:,} / {latency['p99']:,} |")
 
 
 def postgres_urls(base, schema):
@@ -1347,7 +1454,8 @@ def run_mix(args):
                        "writes_per_second": WRITES_PER_SECOND, "stores": stores}, out, indent=1)
         log(f"figures written to {args.json_out}")
     if args.quick:
-        print("\nquick mode: every answer under load was counted 2xx by wrk and the writer wrote; "
+        wrote = "" if args.compare and args.no_writer else " and the writer wrote"
+        print(f"\nquick mode: every answer under load was counted 2xx by wrk{wrote}; "
               "timings above are not meaningful.")
 
 
@@ -1368,9 +1476,26 @@ def main():
                         help="with --mix: work in DIR and leave what is made there (data, SQLite store, tokens, "
                              "request files) for a profile afterwards")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
-                        help="with --mix: two proxydeck binaries (a build before and after a change) serve the "
-                             "same store side by side, caches off, no writer, and each scenario's rounds "
-                             "alternate between them (A B A B); prints each one's figures and B/A")
+                        help="with --mix: two proxydeck binaries (a build before and after a change, or one "
+                             "binary twice with different --a-flags/--b-flags) serve the same store side by "
+                             "side, the store's writer running, and each scenario's rounds alternate between "
+                             "them (A B A B); prints each one's figures, B/A and A/B")
+    parser.add_argument("--a-flags", metavar="FLAGS",
+                        help="with --compare: A's extra `serve` flags, one string split as a shell would, e.g. "
+                             "--a-flags \"--caches all\" (a value without a space is written "
+                             "--a-flags=--caches=all); default none: the server's defaults")
+    parser.add_argument("--b-flags", metavar="FLAGS", action="append",
+                        help="with --compare: B's extra `serve` flags, as --a-flags; given more than once, each "
+                             "is a B side of its own (B1, B2, ..., all the second binary), served at once, each "
+                             "round running A B1 B2 ... and each side compared with A's round")
+    parser.add_argument("--no-writer", action="store_true",
+                        help="with --compare: no store writer during the rounds (the earlier --compare: add "
+                             "--a-flags=--caches=none --b-flags=--caches=none --no-writer --scenario mix "
+                             "--scenario \"first page, one connection\")")
+    parser.add_argument("--scenario", action="append", metavar="NAME",
+                        choices=[name for name, _ in COMPARED_SCENARIOS],
+                        help="with --compare: run this scenario (repeat for several); default all of "
+                             + ", ".join(f'"{name}"' for name, _ in COMPARED_SCENARIOS))
     mix = parser.add_argument_group("with --mix, to try small custom sizes and short runs")
     for flag in ("projects", "organizations", "users", "seconds", "rounds"):
         mix.add_argument(f"--{flag}", type=int)
@@ -1379,6 +1504,8 @@ def main():
         parser.error("--skip-sqlite goes with --mix --postgres URL")
     if args.compare and not args.mix:
         parser.error("--compare goes with --mix")
+    if (args.a_flags or args.b_flags or args.no_writer or args.scenario) and not args.compare:
+        parser.error("--a-flags, --b-flags, --no-writer and --scenario go with --mix --compare A B")
     if args.writes_only and (not args.mix or args.compare):
         parser.error("--writes-only goes with --mix (and not --compare)")
     if args.mix:
