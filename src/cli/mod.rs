@@ -287,8 +287,8 @@ struct ServeArgs {
     #[arg(long, env = "PROXYDECK_CLIENT_ADDRESS_HEADER", value_parser = parse_header_name, value_name = "NAME")]
     client_address_header: Option<axum::http::HeaderName>,
     /// The caches that are on: `all`, `none`, or a comma-separated list of
-    /// token, shared-reads, recent-pages (SQLite), page-memory
-    /// (PostgreSQL). Answers are the same either way; only speed differs.
+    /// token, shared-reads (PostgreSQL), recent-pages (SQLite). Answers are
+    /// the same either way; only speed differs.
     #[arg(long, env = "PROXYDECK_CACHES", default_value = "all", value_parser = Caches::parse, value_name = "LIST")]
     caches: Caches,
 }
