@@ -11,6 +11,9 @@ use crate::domain::token::TOKEN_PREFIX;
 
 use crate::http::error::ApiError;
 
+/// The parameters of a page, which every listing takes.
+const PAGE_PARAMETERS: [&str; 3] = ["limit", "start_key", "order_direction"];
+
 /// Longest unknown parameter name that an error repeats back.
 const MAX_ECHOED_NAME: usize = 32;
 
@@ -47,6 +50,21 @@ impl<'a> QueryParams<'a> {
         Ok(Self { values })
     }
 
+    /// A listing's query string: its own `filters`, then the page
+    /// parameters every listing takes (`limit`, `start_key`,
+    /// `order_direction`); and the page it asks for, `default_limit` items
+    /// when it names no `limit`.
+    pub fn listing(
+        raw: Option<&'a str>,
+        filters: &[&'static str],
+        default_limit: u32,
+    ) -> Result<(Self, PageRequest), ApiError> {
+        let allowed: Vec<&'static str> = filters.iter().chain(&PAGE_PARAMETERS).copied().collect();
+        let params = Self::parse(raw, &allowed)?;
+        let page = params.page_request(default_limit)?;
+        Ok((params, page))
+    }
+
     pub fn get(&self, name: &str) -> Option<&str> {
         self.values
             .iter()
@@ -55,7 +73,7 @@ impl<'a> QueryParams<'a> {
     }
 
     /// `limit`, `start_key` and `order_direction`.
-    pub fn page_request(&self, default_limit: u32) -> Result<PageRequest, ApiError> {
+    fn page_request(&self, default_limit: u32) -> Result<PageRequest, ApiError> {
         let limit = match self.get("limit") {
             None => default_limit,
             Some(text) => parse_limit(text).ok_or_else(|| {

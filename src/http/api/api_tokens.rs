@@ -44,11 +44,7 @@ async fn list(
     Caller(caller): Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = QueryParams::parse(
-        query.as_deref(),
-        &["name", "limit", "start_key", "order_direction"],
-    )?;
-    let page = params.page_request(DEFAULT_LIMIT)?;
+    let (params, page) = QueryParams::listing(query.as_deref(), &["name"], DEFAULT_LIMIT)?;
     let name = params.get("name");
     // A name no token can have is refused, not looked up.
     if let Some(Err(broken)) = name.map(api_token::validate_name) {

@@ -33,11 +33,7 @@ async fn list(
     Caller(caller): Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = QueryParams::parse(
-        query.as_deref(),
-        &["type", "limit", "start_key", "order_direction"],
-    )?;
-    let page = params.page_request(DEFAULT_LIMIT)?;
+    let (params, page) = QueryParams::listing(query.as_deref(), &["type"], DEFAULT_LIMIT)?;
     let kind = match params.get("type") {
         None => None,
         Some(text) => Some(

@@ -41,11 +41,8 @@ async fn list(
     Caller(caller): Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = QueryParams::parse(
-        query.as_deref(),
-        &["organization_id", "limit", "start_key", "order_direction"],
-    )?;
-    let page = params.page_request(DEFAULT_LIMIT)?;
+    let (params, page) =
+        QueryParams::listing(query.as_deref(), &["organization_id"], DEFAULT_LIMIT)?;
     let organizations = match params.get("organization_id") {
         None => caller.organizations.clone(),
         Some(raw) => {

@@ -45,8 +45,7 @@ async fn list(
     ProjectId(project_id): ProjectId,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = QueryParams::parse(query.as_deref(), &["limit", "start_key", "order_direction"])?;
-    let page = params.page_request(DEFAULT_PROXY_SETTINGS_LIMIT)?;
+    let (_, page) = QueryParams::listing(query.as_deref(), &[], DEFAULT_PROXY_SETTINGS_LIMIT)?;
     let url = format!("/v1/projects/{project_id}/proxy-settings");
     let result = app
         .store
