@@ -677,7 +677,7 @@ impl managed::Manager for Connector {
 
     /// A closed connection is replaced; a stale one that still looks open
     /// shows itself on first use (reads are then tried once more, see
-    /// `SqlStore::read`).
+    /// `reader::bounded_read`).
     async fn recycle(
         &self,
         connection: &mut PgConnection,
