@@ -51,34 +51,29 @@ pub trait Operation: Send + Sync + 'static {
 /// ```
 macro_rules! operation {
     ($op:ty => $work:ident, $kind:ident, $name:literal -> $out:ty) => {
-        impl $crate::store::operation::Operation for $op {
-            type Output = $out;
-            const NAME: &'static str = $name;
-            const KIND: $crate::store::operation::Kind = $crate::store::operation::Kind::$kind;
-
-            fn run<'a>(
-                &'a self,
-                db: &'a mut dyn $crate::store::sql::db::Db,
-                _: $crate::store::sql::dialect::Dialect,
-            ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::error::StoreError>>
-            {
-                Box::pin($work(db, self))
-            }
-        }
+        $crate::store::operation::operation!(@impl $op, $kind, $name, $out, db, dialect, op => $work(db, op));
     };
     ($op:ty => $work:ident with dialect, $kind:ident, $name:literal -> $out:ty) => {
+        $crate::store::operation::operation!(@impl $op, $kind, $name, $out, db, dialect, op => $work(db, dialect, op));
+    };
+    // The one impl; the arms above differ only in the call. The names of
+    // the connection, the dialect and the operation are the callers' so
+    // that the call they write can use them.
+    (@impl $op:ty, $kind:ident, $name:literal, $out:ty, $db:ident, $dialect:ident, $self:ident => $call:expr) => {
         impl $crate::store::operation::Operation for $op {
             type Output = $out;
             const NAME: &'static str = $name;
             const KIND: $crate::store::operation::Kind = $crate::store::operation::Kind::$kind;
 
+            #[allow(unused_variables)]
             fn run<'a>(
                 &'a self,
-                db: &'a mut dyn $crate::store::sql::db::Db,
-                dialect: $crate::store::sql::dialect::Dialect,
+                $db: &'a mut dyn $crate::store::sql::db::Db,
+                $dialect: $crate::store::sql::dialect::Dialect,
             ) -> futures_util::future::BoxFuture<'a, Result<$out, $crate::store::error::StoreError>>
             {
-                Box::pin($work(db, dialect, self))
+                let $self = self;
+                Box::pin($call)
             }
         }
     };
