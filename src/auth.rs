@@ -107,6 +107,10 @@ pub struct Authenticator {
     /// out of the cache.
     misses: Option<Remembered<()>>,
     usage: UsageTracker,
+    /// Held by a flush from taking the noted uses to their commit, so that
+    /// a flush that finds nothing left to take returns only once the one
+    /// that took them has written them.
+    flushing: tokio::sync::Mutex<()>,
     options: AuthOptions,
     clock: Clock,
 }
@@ -118,6 +122,7 @@ impl Authenticator {
             cache: remembered(&options, 100_000),
             misses: remembered(&options, 10_000),
             usage: UsageTracker::default(),
+            flushing: tokio::sync::Mutex::new(()),
             options,
             clock,
         }
@@ -205,9 +210,14 @@ impl Authenticator {
         }
     }
 
-    /// Writes the uses noted since the last flush. On failure they are kept
-    /// for the next attempt.
+    /// Writes the uses noted since the last flush: when it returns, every
+    /// use noted before the call is written (or, on failure, kept for the
+    /// next attempt).
     pub async fn flush_usage(&self) -> Result<(), StoreError> {
+        // Without it, a flush called while the periodic one is writing
+        // found nothing to take and returned before those uses were written
+        // (a test reading `last_used_at` right after its flush failed so).
+        let _one_at_a_time = self.flushing.lock().await;
         let uses = self.usage.take();
         if uses.is_empty() {
             return Ok(());
