@@ -1409,7 +1409,8 @@ def run_mix(args):
         if getattr(args, key, None) is None:
             setattr(args, key, value)
 
-    build(mix=True)
+    if not args.no_build:
+        build(mix=True)
     ensure_wrk()
     modes = mix_modes()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROXYDECK_")}
@@ -1462,6 +1463,9 @@ def run_mix(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small data and short runs: checks responses only")
+    parser.add_argument("--no-build", action="store_true",
+                        help="use the release binaries already built (e.g. --compare of builds made elsewhere, "
+                             "while the tree has changes the data tools need not be rebuilt for)")
     parser.add_argument("--postgres", metavar="URL", help="also run on this PostgreSQL database (a schema is made in it)")
     parser.add_argument("--connections", type=int, default=None,
                         help="concurrent connections under load (default 32; --quick: 4)")
@@ -1520,7 +1524,8 @@ def main():
         shape = dict(projects=1_000_000, organizations=1000, focus=100_000, revised=100, revisions=50)
         args.seconds, args.warmup, args.rounds = 5, 3, 5
 
-    build()
+    if not args.no_build:
+        build()
     ensure_oha()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROXYDECK_")}
     env["RUST_LOG"] = env.get("RUST_LOG", "info,refinery_core=warn")

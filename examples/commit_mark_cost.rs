@@ -3,10 +3,11 @@
 //! the ways the recent-pages cache could take its commit mark (issue 34).
 //!
 //! 1. The WAL-index header read through the mapping SQLite made (what
-//!    `src/store/sqlite/commit_watch.rs` does today: `unsafe`, SQLite's VFS
+//!    the commit watch did before issue 34: `unsafe`, SQLite's VFS
 //!    methods, 96 bytes read atomically, both copies compared).
 //! 2. The same 96 bytes read with `pread` from the `-shm` file (safe Rust,
-//!    the documented file format, one system call).
+//!    the documented file format, one system call): what
+//!    `src/store/sqlite/commit_watch.rs` does since the profile of issue 34.
 //! 3. `PRAGMA data_version` on a connection kept for it (SQLite's public
 //!    interface: the number changes when another connection commits; it
 //!    runs in a read transaction, so it takes the WAL read lock).
@@ -24,9 +25,9 @@
 //! (only read by the measuring connections; the writer writes a table of
 //! its own, `commit_mark_cost`, dropped at the end). Prints ns per call.
 //!
-//! The `unsafe` below is this measurement's FFI boundary, a copy of
-//! commit_watch.rs's, kept here so that the example needs nothing private
-//! from the crate.
+//! The `unsafe` below is this measurement's FFI boundary, a copy of what
+//! commit_watch.rs had before issue 34, kept here so that the way measured
+//! against stays measurable.
 
 use std::ffi::c_void;
 use std::os::unix::fs::FileExt;

@@ -17,7 +17,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -46,9 +46,13 @@ pub struct RecentPages {
     pages: moka::sync::Cache<ListingKey, Arc<MarkedPage>>,
     seen: Arc<SeenKeys>,
     marks: CommitMarks,
-    /// The newest mark seen: the pages kept are of it.
-    current: std::sync::Mutex<Option<CommitMark>>,
+    /// The newest mark seen ([`NO_MARK`] before the first): the pages kept
+    /// are of it.
+    current: AtomicI64,
 }
+
+/// What `current` holds before any mark was seen.
+const NO_MARK: i64 = i64::MIN;
 
 struct MarkedPage {
     mark: CommitMark,
@@ -79,22 +83,20 @@ impl RecentPages {
             pages,
             seen: Arc::default(),
             marks,
-            current: std::sync::Mutex::new(None),
+            current: AtomicI64::new(NO_MARK),
         }
     }
 
     /// Lets every page go when the database moved past the mark they were
     /// kept with.
     fn moved_to(&self, now: CommitMark) {
-        let mut current = self
-            .current
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if *current != Some(now) {
-            if current.is_some() {
+        // Two requests with different marks may both let the pages go: no
+        // harm, and a page is answered only when its own mark is `now`.
+        if self.current.load(Ordering::Relaxed) != now.0 {
+            let before = self.current.swap(now.0, Ordering::Relaxed);
+            if before != now.0 && before != NO_MARK {
                 self.pages.invalidate_all();
             }
-            *current = Some(now);
         }
     }
 

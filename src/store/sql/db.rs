@@ -49,6 +49,10 @@ pub trait Row {
 /// What a row callback of [`Db::query`] is: answers whether to go on.
 pub type EachRow<'a> = dyn FnMut(&dyn Row) -> Result<bool, StoreError> + Send + 'a;
 
+/// What a row callback of [`Db::query_runs`] is: given the run's index
+/// and the row, answers whether to go on with that run.
+pub type EachRunRow<'a> = dyn FnMut(usize, &dyn Row) -> Result<bool, StoreError> + Send + 'a;
+
 /// A connection, as the store's logic uses it. Drivers map their errors to
 /// [`StoreError`]: lost connections to `Unavailable`, uniqueness
 /// violations to `Conflict`.
@@ -61,6 +65,23 @@ pub trait Db: Send {
         params: &[Param<'_>],
         each: &mut EachRow<'_>,
     ) -> Result<(), StoreError>;
+    /// Runs `sql` once for each parameter list of `runs`, in order, and
+    /// calls `each` on every row with the run's index, until it answers
+    /// false (then the next run begins). A driver may prepare the
+    /// statement once for all the runs (SQLite does: a page's bodies,
+    /// read by rowid, cost one statement, not one each).
+    async fn query_runs(
+        &mut self,
+        sql: &str,
+        runs: &[&[Param<'_>]],
+        each: &mut EachRunRow<'_>,
+    ) -> Result<(), StoreError> {
+        for (run, params) in runs.iter().enumerate() {
+            self.query(sql, params, &mut |row| each(run, row)).await?;
+        }
+        Ok(())
+    }
+
     /// Runs `sql`; answers the number of rows it changed.
     async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError>;
     /// Opens a transaction whose reads all see one snapshot.

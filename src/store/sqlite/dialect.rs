@@ -254,8 +254,8 @@ async fn organization_range(
     Ok(entries)
 }
 
-/// The page: the first `limit` entries with their bodies; one more entry
-/// tells that more follow.
+/// The page: the first `limit` entries with their bodies (one statement,
+/// run for each rowid); one more entry tells that more follow.
 async fn bodies(
     db: &mut dyn Db,
     entries: &[Entry],
@@ -264,31 +264,37 @@ async fn bodies(
     let limit = page.limit as usize;
     let mut out = JsonPageWriter::default();
     out.has_more = entries.len() > limit;
-    for entry in entries.iter().take(limit) {
-        let mut found = false;
-        db.query(
-            "SELECT body FROM projects WHERE rowid = ?1",
-            &[Param::Int(entry.rowid)],
-            &mut |row| {
-                found = true;
-                out.push(
-                    |key| {
-                        key.push_str(&entry.id);
-                        Ok::<_, StoreError>(())
-                    },
-                    |json| row.append_bytes(0, json),
-                )?;
-                Ok(false)
-            },
-        )
-        .await?;
-        if !found {
-            return Err(StoreError::Internal(format!(
-                "project {} left its row during a read transaction",
-                entry.id
-            )));
-        }
-        out.reserve_rest(limit);
+    let entries = &entries[..entries.len().min(limit)];
+    let rowids: Vec<[Param<'_>; 1]> = entries.iter().map(|e| [Param::Int(e.rowid)]).collect();
+    let runs: Vec<&[Param<'_>]> = rowids.iter().map(|p| p.as_slice()).collect();
+    let mut found = 0;
+    db.query_runs(
+        "SELECT body FROM projects WHERE rowid = ?1",
+        &runs,
+        &mut |run, row| {
+            // Runs answer in order, each one row at most: a missing row
+            // leaves `found` behind the run's index.
+            if run != found {
+                return Ok(false);
+            }
+            found += 1;
+            out.push(
+                |key| {
+                    key.push_str(&entries[run].id);
+                    Ok::<_, StoreError>(())
+                },
+                |json| row.append_bytes(0, json),
+            )?;
+            out.reserve_rest(limit);
+            Ok(false)
+        },
+    )
+    .await?;
+    if let Some(missing) = entries.get(found) {
+        return Err(StoreError::Internal(format!(
+            "project {} left its row during a read transaction",
+            missing.id
+        )));
     }
     Ok(out.finish())
 }

@@ -21,7 +21,7 @@ use crate::store::cache::recent_pages::CommitMark;
 use crate::store::driver::{Access, Driver, Work, on_blocking_thread};
 use crate::store::error::StoreError;
 use crate::store::options::StoreOptions;
-use crate::store::sql::db::{Db, EachRow, Param, Row};
+use crate::store::sql::db::{Db, EachRow, EachRunRow, Param, Row};
 
 mod embedded {
     refinery::embed_migrations!("migrations/sqlite");
@@ -239,33 +239,35 @@ impl PooledSqlite {
     fn run_query(
         &mut self,
         sql: &str,
-        params: &[Param<'_>],
-        each: &mut EachRow<'_>,
+        runs: &[&[Param<'_>]],
+        each: &mut EachRunRow<'_>,
     ) -> Result<(), StoreError> {
         if self.long_statements {
-            off_the_worker(|| self.query_rows(sql, params, each))
+            off_the_worker(|| self.query_rows(sql, runs, each))
         } else {
-            self.query_rows(sql, params, each)
+            self.query_rows(sql, runs, each)
         }
     }
 
+    /// Runs the statement once for each parameter list, prepared once.
     fn query_rows(
         &mut self,
         sql: &str,
-        params: &[Param<'_>],
-        each: &mut EachRow<'_>,
+        runs: &[&[Param<'_>]],
+        each: &mut EachRunRow<'_>,
     ) -> Result<(), StoreError> {
         let mut statement = self.connection.prepare_cached(sql)?;
-        let mut rows = statement.query(rusqlite::params_from_iter(params))?;
         let result = (|| {
-            while let Some(row) = rows.next()? {
-                if !each(&SqliteRow(row))? {
-                    break;
+            for (run, params) in runs.iter().enumerate() {
+                let mut rows = statement.query(rusqlite::params_from_iter(*params))?;
+                while let Some(row) = rows.next()? {
+                    if !each(run, &SqliteRow(row))? {
+                        break;
+                    }
                 }
             }
             Ok(())
         })();
-        drop(rows);
         count_steps(&statement);
         result
     }
@@ -288,7 +290,16 @@ impl Db for r2d2::PooledConnection<Connector> {
         params: &[Param<'_>],
         each: &mut EachRow<'_>,
     ) -> Result<(), StoreError> {
-        self.run_query(sql, params, each)
+        self.run_query(sql, &[params], &mut |_, row| each(row))
+    }
+
+    async fn query_runs(
+        &mut self,
+        sql: &str,
+        runs: &[&[Param<'_>]],
+        each: &mut EachRunRow<'_>,
+    ) -> Result<(), StoreError> {
+        self.run_query(sql, runs, each)
     }
 
     async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
