@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::{AuthOptions, Authenticator};
 use crate::clock::Clock;
+use crate::console;
 use crate::http::transport::server::{self, ServerOptions};
 use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits, Services};
 use crate::rate_limit::failures::FailureLimiter;
@@ -104,7 +105,7 @@ impl Service {
                     state,
                     options.limits,
                     MetricsRoute::Included,
-                    options.console,
+                    console_routes(options.console),
                 ),
                 None,
             ),
@@ -113,7 +114,7 @@ impl Service {
                     state.clone(),
                     options.limits.clone(),
                     MetricsRoute::Excluded,
-                    options.console,
+                    console_routes(options.console),
                 ),
                 Some((admin_listener, api::admin_router(state, options.limits))),
             ),
@@ -196,6 +197,16 @@ impl Service {
 
 /// Tells systemd (a `Type=notify` unit, `deploy/proxydeck.service`) the
 /// service's state over `$NOTIFY_SOCKET`; without that variable, nothing.
+/// The web console's routes when it is on (`--console`), served beside
+/// the API's; none otherwise.
+fn console_routes(on: bool) -> axum::Router<AppState> {
+    if on {
+        console::routes()
+    } else {
+        axum::Router::new()
+    }
+}
+
 fn tell_service_manager(state: sd_notify::NotifyState<'_>) {
     if let Err(error) = sd_notify::notify(&[state]) {
         tracing::warn!(%error, "cannot tell the service manager the service's state");

@@ -29,7 +29,6 @@ use axum::middleware;
 use tower_http::compression::predicate::SizeAbove;
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
-use crate::console;
 pub use metering::Metering;
 pub use operations::MetricsRoute;
 use routes::not_found;
@@ -42,25 +41,24 @@ use transport::{limits, unread_body};
 const COMPRESS_ABOVE_BYTES: u64 = 1024;
 
 /// The public router: the API, `/openapi.json`, the health endpoints,
-/// `/metrics` unless `metrics` excludes it, and the web console when
-/// `console` is on (`--console`).
+/// `/metrics` unless `metrics` excludes it, and `beside`: routes served
+/// next to them (the web console's, when it is on; `app.rs` decides, so
+/// that the HTTP layer imports nothing above it).
 pub fn router(
     state: AppState,
     limits: RequestLimits,
     metrics: MetricsRoute,
-    console: bool,
+    beside: Router<AppState>,
 ) -> Router {
-    let mut routes = Router::new()
+    let routes = Router::new()
         .merge(api::projects::routes(&state))
         .merge(api::proxy_settings::routes(&state))
         .merge(api::api_tokens::routes(&state))
         .merge(api::organizations::routes(&state))
         .merge(api::users::routes(&state))
         .merge(operations::routes(metrics))
-        .merge(openapi::routes());
-    if console {
-        routes = routes.merge(console::routes());
-    }
+        .merge(openapi::routes())
+        .merge(beside);
     let routes = routes.fallback(not_found).with_state(state);
     with_middleware(routes, limits)
 }
