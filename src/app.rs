@@ -195,8 +195,6 @@ impl Service {
     }
 }
 
-/// Tells systemd (a `Type=notify` unit, `deploy/proxydeck.service`) the
-/// service's state over `$NOTIFY_SOCKET`; without that variable, nothing.
 /// The web console's routes when it is on (`--console`), served beside
 /// the API's; none otherwise.
 fn console_routes(on: bool) -> axum::Router<AppState> {
@@ -207,6 +205,8 @@ fn console_routes(on: bool) -> axum::Router<AppState> {
     }
 }
 
+/// Tells systemd (a `Type=notify` unit, `deploy/proxydeck.service`) the
+/// service's state over `$NOTIFY_SOCKET`; without that variable, nothing.
 fn tell_service_manager(state: sd_notify::NotifyState<'_>) {
     if let Err(error) = sd_notify::notify(&[state]) {
         tracing::warn!(%error, "cannot tell the service manager the service's state");
