@@ -15,7 +15,7 @@
 //! SQLite's mutexes): 1.6-2.2 µs alone, 4-6 µs when both cores ask at
 //! once, 7% of a first page's CPU when the page comes from memory; the old
 //! binary against the new on the same store measured the difference
-//! (bench/RESULTS.md, "The redesign, old against new"). The header's
+//! (bench/RESULTS.md, "The SQLite read path, profiled"). The header's
 //! layout is SQLite's documented file format, not its API: the bundled
 //! SQLite is the one this build pins, and
 //! `sqlite_store::a_page_comes_from_memory_until_anything_commits` fails
