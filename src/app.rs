@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use futures_util::FutureExt as _;
@@ -13,6 +14,7 @@ use tokio::net::TcpListener;
 use crate::auth::{AuthOptions, Authenticator};
 use crate::clock::Clock;
 use crate::console;
+use crate::feed::{Feed, FeedOptions};
 use crate::http::transport::server::{self, ServerOptions};
 use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits, Services};
 use crate::rate_limit::failures::FailureLimiter;
@@ -33,6 +35,7 @@ pub struct ServiceOptions {
     pub server: ServerOptions,
     pub limits: RequestLimits,
     pub rate_limit: RateLimitOptions,
+    pub feed: FeedOptions,
     /// Where lifetimes and limits read the time (tests move their own).
     pub clock: Clock,
 }
@@ -47,6 +50,7 @@ impl Default for ServiceOptions {
             server: ServerOptions::default(),
             limits: RequestLimits::default(),
             rate_limit: RateLimitOptions::default(),
+            feed: FeedOptions::default(),
             clock: Clock::system(),
         }
     }
@@ -55,6 +59,7 @@ impl Default for ServiceOptions {
 pub struct Service {
     listener: TcpListener,
     auth: Arc<Authenticator>,
+    feed: Arc<Feed>,
     rate_limiter: Option<Arc<RateLimiter>>,
     failures: Option<Arc<FailureLimiter>>,
     router: axum::Router,
@@ -84,6 +89,17 @@ impl Service {
             options.auth,
             clock.clone(),
         ));
+        let feed = Arc::new(Feed::new(
+            store.clone(),
+            FeedOptions {
+                longest_poll: options
+                    .limits
+                    .timeout
+                    .saturating_sub(Duration::from_secs(1)),
+                ..options.feed
+            },
+            clock.clone(),
+        ));
         let rate_limiter = RateLimiter::new(&options.rate_limit, &clock)?.map(Arc::new);
         let failures = options
             .rate_limit
@@ -93,6 +109,7 @@ impl Service {
         let state = AppState::new(Services {
             store,
             auth: auth.clone(),
+            feed: feed.clone(),
             metering: rate_limiter
                 .clone()
                 .map(|limiter| Arc::new(Metering::new(limiter))),
@@ -122,6 +139,7 @@ impl Service {
         Ok(Self {
             listener,
             auth,
+            feed,
             rate_limiter,
             failures,
             router,
@@ -163,12 +181,16 @@ impl Service {
             .failures
             .as_ref()
             .map(|limiter| tokio::spawn(limiter.clone().run_sweeper()));
+        let tail = tokio::spawn(self.feed.clone().run_tail());
         tracing::info!(address = %self.local_addr(), "serving");
         // Listening, on an open store: ready.
         tell_service_manager(sd_notify::NotifyState::Ready);
-        let shutdown = async {
+        let feed = self.feed.clone();
+        let shutdown = async move {
             shutdown.await;
             tell_service_manager(sd_notify::NotifyState::Stopping);
+            // Streams end, so that the connections they hold can close.
+            feed.close();
         }
         .shared();
         let api = server::serve(
@@ -189,6 +211,8 @@ impl Service {
         for sweeper in [sweeper, failures_sweeper].into_iter().flatten() {
             sweeper.abort();
         }
+        self.feed.close();
+        let _ = tail.await;
         let _ = stop_flusher.send(());
         let _ = flusher.await;
         tracing::info!("stopped");

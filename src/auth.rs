@@ -116,6 +116,12 @@ pub struct Authenticator {
 }
 
 impl Authenticator {
+    /// How long a token is trusted without asking the store: the delay
+    /// before a revocation made elsewhere takes effect.
+    pub fn cache_ttl(&self) -> Duration {
+        self.options.cache_ttl
+    }
+
     pub fn new(store: Arc<Store>, options: AuthOptions, clock: Clock) -> Self {
         Self {
             store,

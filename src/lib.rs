@@ -14,6 +14,7 @@ pub mod cli;
 pub mod clock;
 pub mod console;
 pub mod domain;
+pub mod feed;
 pub mod http;
 pub mod metrics;
 pub mod rate_limit;

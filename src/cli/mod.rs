@@ -29,6 +29,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::app::{Service, ServiceOptions, shutdown_signal};
 use crate::auth::AuthOptions;
 use crate::domain::url_password;
+use crate::feed::FeedOptions;
 use crate::http::RequestLimits;
 use crate::http::transport::server::ServerOptions;
 use crate::rate_limit::redis::RedisUrl;
@@ -225,6 +226,14 @@ struct ServeArgs {
     /// the delay before a revocation made elsewhere takes effect.
     #[arg(long, env = "PROXYDECK_TOKEN_CACHE_TTL", default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
     token_cache_ttl: Duration,
+    /// How long a change feed stream stays silent before a heartbeat
+    /// event: keep it below the idle timeout of the load balancer in front.
+    #[arg(long, env = "PROXYDECK_FEED_HEARTBEAT", default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
+    feed_heartbeat: Duration,
+    /// How long the change feed keeps changes: a follower whose cursor is
+    /// older gets a reset event and lists again.
+    #[arg(long, env = "PROXYDECK_FEED_RETENTION", default_value = "7d", value_parser = parse_duration, value_name = "DURATION")]
+    feed_retention: Duration,
     /// How often token use (`last_used_at`) is written to the store.
     #[arg(long, env = "PROXYDECK_LAST_USED_FLUSH_INTERVAL", default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
     last_used_flush_interval: Duration,
@@ -296,6 +305,9 @@ struct ServeArgs {
 /// `HOST:PORT`, checked for its form only, so that `config check` and a
 /// file's value catch a typo: whether the host resolves and the port is
 /// free shows when `serve` binds it.
+/// Shorter heartbeats would keep a stream's task busy for nothing.
+const MIN_FEED_HEARTBEAT: Duration = Duration::from_millis(100);
+
 fn parse_listen_address(text: &str) -> Result<String, String> {
     match text.rsplit_once(':') {
         Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
@@ -357,6 +369,11 @@ impl ServeArgs {
                 })
             })
             .transpose()?;
+        if self.feed_heartbeat < MIN_FEED_HEARTBEAT {
+            return Err(
+                effective.refuse("feed-heartbeat", "--feed-heartbeat: must be 100ms or more")
+            );
+        }
         if redis.is_none() && self.rate_limit_redis_password_file.is_some() {
             return Err(effective.refuse(
                 "rate-limit-redis-password-file",
@@ -384,6 +401,11 @@ impl ServeArgs {
             limits: RequestLimits {
                 timeout: self.request_timeout,
                 ..defaults.limits
+            },
+            feed: FeedOptions {
+                heartbeat: self.feed_heartbeat,
+                retention: self.feed_retention,
+                ..defaults.feed
             },
             rate_limit: RateLimitOptions {
                 policy,

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod api_token;
+pub mod change;
 pub mod directory;
 pub mod ids;
 pub mod import;

@@ -26,7 +26,7 @@ pub mod writes;
 
 use axum::Router;
 use axum::middleware;
-use tower_http::compression::predicate::SizeAbove;
+use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 pub use metering::Metering;
@@ -56,6 +56,7 @@ pub fn router(
         .merge(api::api_tokens::routes(&state))
         .merge(api::organizations::routes(&state))
         .merge(api::users::routes(&state))
+        .merge(api::changes::routes(&state))
         .merge(operations::routes(metrics))
         .merge(openapi::routes())
         .merge(beside);
@@ -83,7 +84,9 @@ pub fn with_middleware(routes: Router, limits: RequestLimits) -> Router {
         .layer(
             CompressionLayer::new()
                 .quality(CompressionLevel::Fastest)
-                .compress_when(SizeAbove::new(COMPRESS_ABOVE_BYTES)),
+                // An event stream goes out event by event, never held
+                // back by a compressor's buffer.
+                .compress_when(SizeAbove::new(COMPRESS_ABOVE_BYTES).and(NotForContentType::SSE)),
         )
         .layer(middleware::from_fn_with_state(
             limits,

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::auth::Authenticator;
+use crate::feed::Feed;
 use crate::http::metering::Metering;
 use crate::rate_limit::failures::FailureLimiter;
 use crate::store::Store;
@@ -15,6 +16,8 @@ pub struct AppState(Arc<Services>);
 pub struct Services {
     pub store: Arc<Store>,
     pub auth: Arc<Authenticator>,
+    /// The change feed's tail and followers.
+    pub feed: Arc<Feed>,
     /// Per-token rate limits; `None` when they are off.
     pub metering: Option<Arc<Metering>>,
     /// Failed authentications per client address; `None` when unlimited.

@@ -27,6 +27,9 @@ pub struct Engine<D: Driver> {
     request_timeout: Duration,
     /// The listings' read path.
     reader: Reader<D>,
+    /// Told after every write that committed through this engine: the
+    /// change feed reads the changes at once rather than at its next poll.
+    written: tokio::sync::Notify,
 }
 
 /// What a driver runs for an operation: the operation with its dialect.
@@ -47,6 +50,7 @@ impl<D: Driver> Engine<D> {
             driver,
             dialect,
             request_timeout: options.timeout,
+            written: tokio::sync::Notify::new(),
         }
     }
 
@@ -59,7 +63,7 @@ impl<D: Driver> Engine<D> {
             return bounded_read(driver.clone(), self.request_timeout, O::NAME, input, work).await;
         }
         let _timer = OperationTimer::start(O::NAME);
-        match O::KIND {
+        let result = match O::KIND {
             Kind::Read => unreachable!("run above"),
             Kind::Write => {
                 let attempt = || {
@@ -76,7 +80,17 @@ impl<D: Driver> Engine<D> {
             Kind::OperatorRead => driver.run(Access::Read, input, work).await,
             Kind::OperatorWrite => driver.run(Access::Write, input, work).await,
             Kind::OperatorStream => driver.read_on_thread(input, work).await,
+        };
+        if result.is_ok() && matches!(O::KIND, Kind::Write | Kind::OperatorWrite) {
+            self.written.notify_one();
         }
+        result
+    }
+
+    /// Resolves after a write commits through this engine (at once when
+    /// one did since the last call returned): one waiter, the feed's.
+    pub async fn written(&self) {
+        self.written.notified().await;
     }
 
     /// A page of a listing, through the read path.

@@ -78,6 +78,13 @@ impl Store {
         on_engine!(self, engine => engine.list(listing).await)
     }
 
+    /// Resolves after a write commits through this store, or at once when
+    /// one did since the last call returned: for one waiter, the change
+    /// feed's tail (`feed.rs`); writes made elsewhere are found by its poll.
+    pub async fn written(&self) {
+        on_engine!(self, engine => engine.written().await)
+    }
+
     /// How the store's connection pools are used at this moment, for the
     /// metrics: cheap, never waits.
     pub fn pool_use(&self) -> Vec<PoolUse> {

@@ -20,6 +20,7 @@ mod sqlite {
     mod caches;
     mod conditional;
     mod errors;
+    mod feed;
     mod fuzz;
     mod instances;
     mod organizations;
@@ -44,6 +45,7 @@ mod postgres {
     mod caches;
     mod conditional;
     mod errors;
+    mod feed;
     mod fuzz;
     mod instances;
     mod organizations;
@@ -67,6 +69,7 @@ mod migrations;
 mod openapi;
 mod openapi_contract;
 mod operations;
+mod postgres_feed;
 mod postgres_store;
 mod postgres_tls;
 mod rate_limits;

@@ -2,6 +2,7 @@
 //! its `routes()` (docs/architecture.md, "How to add a listing").
 
 pub mod api_tokens;
+pub mod changes;
 pub mod organizations;
 pub mod projects;
 pub mod proxy_settings;

@@ -220,6 +220,7 @@ async fn create(
                 object_id: &token.id,
                 version_before: None,
                 version_after: Some(answer.version),
+                feed: None,
             },
         )
         .await?;
@@ -276,6 +277,7 @@ async fn delete(
                 object_id: id,
                 version_before: Some(before),
                 version_after: Some(now),
+                feed: None,
             },
         )
         .await?;

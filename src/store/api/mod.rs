@@ -5,6 +5,7 @@
 
 pub mod api_tokens;
 pub mod auth;
+pub mod changes;
 pub mod directory;
 pub mod projects;
 pub mod proxy_settings;

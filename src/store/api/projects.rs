@@ -6,8 +6,9 @@
 //! audit (`writes.rs`).
 
 use super::request::{ObjectAnswer, WriteRequest};
-use super::writes::{self, Change, Target};
+use super::writes::{self, Change, Fed, Target};
 use crate::domain::access::{self, Action, Facts};
+use crate::domain::change::ChangeKind;
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::pagination::PageRequest;
 use crate::domain::project::{Project, ProjectChange};
@@ -237,6 +238,11 @@ async fn create(
                 object_id: &project.id,
                 version_before: None,
                 version_after: Some(answer.version),
+                feed: Some(Fed {
+                    kind: ChangeKind::ProjectCreated,
+                    project_id: &project.id,
+                    revision: None,
+                }),
             },
         )
         .await?;
@@ -291,7 +297,12 @@ async fn update(
                 ],
             )
             .await?;
-        writes::record_update(db, request, now, changed, "project", id, version).await?;
+        let fed = Fed {
+            kind: ChangeKind::ProjectUpdated,
+            project_id: id,
+            revision: None,
+        };
+        writes::record_update(db, request, now, changed, version, fed).await?;
         Ok(ObjectAnswer {
             body,
             version: version + 1,
@@ -327,7 +338,12 @@ async fn delete(
                 ],
             )
             .await?;
-        writes::record_update(db, request, now, changed, "project", id, version).await?;
+        let fed = Fed {
+            kind: ChangeKind::ProjectDeleted,
+            project_id: id,
+            revision: None,
+        };
+        writes::record_update(db, request, now, changed, version, fed).await?;
         let body = to_json(&serde_json::json!({"object": "project", "id": id, "deleted": true}))?;
         Ok(ObjectAnswer {
             body,

@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::projects::lock_writable_project;
 use super::request::{ObjectAnswer, WriteRequest};
-use super::writes::{self, Change};
+use super::writes::{self, Change, Fed};
 use crate::domain::access::{self, Action, Facts};
+use crate::domain::change::ChangeKind;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
@@ -27,17 +28,11 @@ pub struct SettingsChange {
     pub is_active: Option<bool>,
 }
 
-const OBJECT: &str = "proxy_settings";
-
 fn no_revision() -> StoreError {
     StoreError::NotFound {
         kind: "proxy settings revision",
         id: String::new(),
     }
-}
-
-fn object_id(project_id: &str, revision: u32) -> String {
-    format!("{project_id}/{revision}")
 }
 
 /// A page of a project's revisions, when the caller may see the project.
@@ -231,15 +226,22 @@ async fn create(
         )
         .await?;
         let answer = ObjectAnswer { body, version: 1 };
+        let fed = Fed {
+            kind: ChangeKind::ProxySettingsCreated,
+            project_id,
+            revision: Some(revision),
+        };
+        let (object, object_id) = fed.audited_object();
         writes::record(
             db,
             request,
             now,
             Change {
-                object: OBJECT,
-                object_id: &object_id(project_id, revision),
+                object,
+                object_id: &object_id,
                 version_before: None,
                 version_after: Some(1),
+                feed: Some(fed),
             },
         )
         .await?;
@@ -296,16 +298,28 @@ async fn update(
                     .await?
                     .ok_or_else(no_revision)?;
                 previous.is_active = false;
-                save(db, request, now, project_id, &previous, previous_version).await?;
+                let kind = ChangeKind::ProxySettingsDeactivated;
+                save(
+                    db,
+                    request,
+                    now,
+                    project_id,
+                    &previous,
+                    previous_version,
+                    kind,
+                )
+                .await?;
             }
         }
+        let was_active = settings.is_active;
         if let Some(description) = &change.description {
             settings.description.clone_from(description);
         }
         if let Some(is_active) = change.is_active {
             settings.is_active = is_active;
         }
-        save(db, request, now, project_id, &settings, version).await
+        let kind = ChangeKind::of_revision_activity(was_active, settings.is_active);
+        save(db, request, now, project_id, &settings, version, kind).await
     })
 }
 
@@ -334,7 +348,7 @@ async fn stored(
         .transpose()
 }
 
-/// Writes a changed revision over its `version` and records it.
+/// Writes a changed revision over its `version` and records it as `kind`.
 async fn save(
     db: &mut dyn Db,
     request: &WriteRequest,
@@ -342,6 +356,7 @@ async fn save(
     project_id: &str,
     settings: &ProxySettings,
     version: i64,
+    kind: ChangeKind,
 ) -> Result<ObjectAnswer, StoreError> {
     let body = to_json(settings)?;
     let changed = db
@@ -357,8 +372,12 @@ async fn save(
             ],
         )
         .await?;
-    let id = object_id(project_id, settings.revision);
-    writes::record_update(db, request, now, changed, OBJECT, &id, version).await?;
+    let fed = Fed {
+        kind,
+        project_id,
+        revision: Some(settings.revision),
+    };
+    writes::record_update(db, request, now, changed, version, fed).await?;
     Ok(ObjectAnswer {
         body,
         version: version + 1,

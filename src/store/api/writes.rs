@@ -3,9 +3,11 @@
 //! in an organization, `If-Match` against an object's version, the replay
 //! and keeping of `Idempotency-Key` answers, and the audit record.
 
+use super::changes;
 use super::directory::role;
 use super::request::{IDEMPOTENCY_WINDOW_MILLIS, ObjectAnswer, WriteRequest};
 use crate::domain::access::{self, Action, Facts, Standing, TokenState};
+use crate::domain::change::ChangeKind;
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
 use crate::store::sql::db::{Db, Param, query_opt};
@@ -253,40 +255,65 @@ pub(super) async fn keep_answer(
     Ok(())
 }
 
-/// What a write did to one object, for the audit.
+/// What a write did to one object, for the audit (and the change feed).
 pub(super) struct Change<'a> {
     pub object: &'static str,
     pub object_id: &'a str,
     pub version_before: Option<i64>,
     pub version_after: Option<i64>,
+    /// What the change feed tells of it; `None` for what followers are not
+    /// told of (tokens).
+    pub feed: Option<Fed<'a>>,
 }
 
-/// Finishes a versioned update of one object in its transaction: the
-/// `UPDATE ... WHERE version = ?` must have changed the row (else it
-/// changed since it was read, only possible without the organization's
-/// lock: 412), and the step from `version` to `version + 1` is recorded.
+/// A change as the feed tells it (`changes::record`).
+#[derive(Clone, Copy)]
+pub(super) struct Fed<'a> {
+    pub kind: ChangeKind,
+    pub project_id: &'a str,
+    pub revision: Option<u32>,
+}
+
+impl Fed<'_> {
+    /// The object the audit names: a project by its id, a revision as
+    /// `PROJECT/REVISION`.
+    pub fn audited_object(&self) -> (&'static str, String) {
+        match self.revision {
+            None => ("project", self.project_id.to_owned()),
+            Some(revision) => ("proxy_settings", format!("{}/{revision}", self.project_id)),
+        }
+    }
+}
+
+/// Finishes a versioned update of a project or of a revision (`fed`
+/// names which) in its transaction: the `UPDATE ... WHERE version = ?`
+/// must have changed the row (else it changed since it was read, only
+/// possible without the organization's lock: 412), and the step from
+/// `version` to `version + 1` is recorded.
 pub(super) async fn record_update(
     db: &mut dyn Db,
     request: &WriteRequest,
     at: Timestamp,
     changed: u64,
-    object: &'static str,
-    object_id: &str,
     version: i64,
+    fed: Fed<'_>,
 ) -> Result<(), StoreError> {
     if changed == 0 {
         return Err(StoreError::PreconditionFailed);
     }
+    let (object, object_id) = fed.audited_object();
     let change = Change {
         object,
-        object_id,
+        object_id: &object_id,
         version_before: Some(version),
         version_after: Some(version + 1),
+        feed: Some(fed),
     };
     record(db, request, at, change).await
 }
 
-/// Records an accepted write, in its transaction.
+/// Records an accepted write, in its transaction: its audit record, and
+/// its change for the feed's followers.
 pub(super) async fn record(
     db: &mut dyn Db,
     request: &WriteRequest,
@@ -310,5 +337,9 @@ pub(super) async fn record(
         ],
     )
     .await?;
+    if let Some(fed) = change.feed {
+        let version = change.version_after.unwrap_or_default();
+        changes::record(db, fed.kind, fed.project_id, fed.revision, version, at).await?;
+    }
     Ok(())
 }

@@ -6,13 +6,15 @@ use std::collections::BTreeMap;
 
 use crate::domain::FieldError;
 use crate::domain::api_token::ApiToken;
+use crate::domain::change::ChangeKind;
 use crate::domain::directory::{MAX_SLUG_CHARS, Organization, Role, User, slug_of};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::store::api::api_tokens::insert_token;
+use crate::store::api::changes;
 use crate::store::error::StoreError;
 use crate::store::operation::operation;
-use crate::store::sql::db::{Db, Param, exists, query_all, transaction};
+use crate::store::sql::db::{Db, Param, exists, query_all, query_opt, transaction};
 use crate::store::tokens::NewToken;
 
 /// A new organization; without a slug, one is made from its name.
@@ -300,21 +302,28 @@ async fn remove_project(
     db: &mut dyn Db,
     RemoveProject(project_id): &RemoveProject,
 ) -> Result<(), StoreError> {
-    let now = Timestamp::now().as_millis();
+    let now = Timestamp::now();
     transaction!(db, begin_write, {
-        let changed = db
-            .execute(
-                "UPDATE projects SET deleted_at = ?2, version = version + 1 WHERE id = ?1 AND deleted_at IS NULL",
-                &[Param::Text(project_id), Param::Int(now)],
-            )
-            .await?;
-        if changed > 0 {
-            Ok(())
-        } else {
-            Err(StoreError::NotFound {
-                kind: "project",
-                id: project_id.to_owned(),
-            })
-        }
+        let version = query_opt(
+            db,
+            "UPDATE projects SET deleted_at = ?2, version = version + 1
+              WHERE id = ?1 AND deleted_at IS NULL RETURNING version",
+            &[Param::Text(project_id), Param::Int(now.as_millis())],
+            |row| row.int(0),
+        )
+        .await?
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "project",
+            id: project_id.to_owned(),
+        })?;
+        changes::record(
+            db,
+            ChangeKind::ProjectDeleted,
+            project_id,
+            None,
+            version,
+            now,
+        )
+        .await
     })
 }

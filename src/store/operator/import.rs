@@ -10,11 +10,13 @@ use super::directory::{
     insert_organization, missing_organization, replace_memberships, unique_slug,
 };
 use crate::domain::FieldError;
+use crate::domain::change::ChangeKind;
 use crate::domain::directory::{Organization, User};
 use crate::domain::import::{ImportBatch, ImportError, ImportRecord, ObjectCounts};
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
+use crate::store::api::changes;
 use crate::store::error::StoreError;
 use crate::store::operation::operation;
 use crate::store::sql::db::{Db, Param, exists, query_opt, to_json};
@@ -107,6 +109,9 @@ async fn apply_all(
     db.execute("DELETE FROM import_prior", &[])
         .await
         .map_err(|e| store_failed(0, e))?;
+    let mut staged = StagedChanges::start(db)
+        .await
+        .map_err(|e| store_failed(0, e))?;
     let now = Timestamp::now();
     let mut counts = ObjectCounts::default();
     // Organizations seen to exist, with their numbers, so each is looked
@@ -124,9 +129,12 @@ async fn apply_all(
                 }
                 ImportRecord::User(user) => upsert_user(db, &user, now).await,
                 ImportRecord::Project(project) => {
-                    upsert_project(db, dialect, *project, now, &mut known_organizations).await
+                    let known = &mut known_organizations;
+                    upsert_project(db, dialect, *project, now, known, &mut staged).await
                 }
-                ImportRecord::ProxySettings(settings) => upsert_proxy_settings(db, &settings).await,
+                ImportRecord::ProxySettings(settings) => {
+                    upsert_proxy_settings(db, &settings, &mut staged).await
+                }
             };
             match applied {
                 Ok(()) => {}
@@ -135,10 +143,70 @@ async fn apply_all(
             }
         }
     }
+    staged
+        .record(db, now)
+        .await
+        .map_err(|e| store_failed(0, e))?;
     db.execute("DROP TABLE import_prior", &[])
         .await
         .map_err(|e| store_failed(0, e))?;
     Ok(counts)
+}
+
+/// The changes an import makes, for the feed's followers: staged in a
+/// temporary table as the import goes (a million-line import stays
+/// small), recorded at its end (`changes::record_staged`: the import
+/// holds the other writes' last step for one statement, not for its
+/// length). A line that changes nothing stages nothing.
+struct StagedChanges {
+    count: i64,
+}
+
+impl StagedChanges {
+    const TABLE: &str = "import_changes";
+
+    async fn start(db: &mut dyn Db) -> Result<Self, StoreError> {
+        db.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS import_changes
+                 (n BIGINT PRIMARY KEY, kind TEXT NOT NULL, project_id TEXT NOT NULL,
+                  revision BIGINT, version BIGINT NOT NULL)",
+            &[],
+        )
+        .await?;
+        db.execute("DELETE FROM import_changes", &[]).await?;
+        Ok(Self { count: 0 })
+    }
+
+    async fn stage(
+        &mut self,
+        db: &mut dyn Db,
+        kind: ChangeKind,
+        project_id: &str,
+        revision: Option<u32>,
+        version: i64,
+    ) -> Result<(), StoreError> {
+        self.count += 1;
+        db.execute(
+            "INSERT INTO import_changes (n, kind, project_id, revision, version)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            &[
+                Param::Int(self.count),
+                Param::Text(kind.as_str()),
+                Param::Text(project_id),
+                Param::OptInt(revision.map(i64::from)),
+                Param::Int(version),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Records the staged changes and lets the table go.
+    async fn record(self, db: &mut dyn Db, at: Timestamp) -> Result<(), StoreError> {
+        changes::record_staged(db, Self::TABLE, self.count, at).await?;
+        db.execute("DROP TABLE import_changes", &[]).await?;
+        Ok(())
+    }
 }
 
 /// A new organization gets a slug from its name when the line gives none;
@@ -280,6 +348,7 @@ async fn upsert_project(
     mut project: Project,
     now: Timestamp,
     known_organizations: &mut HashMap<String, i64>,
+    staged: &mut StagedChanges,
 ) -> Result<(), Refusal> {
     let organization_number = match known_organizations.get(&project.organization_id) {
         Some(number) => *number,
@@ -303,11 +372,19 @@ async fn upsert_project(
     };
     let stored = query_opt(
         db,
-        "SELECT created_at, updated_at, body FROM projects WHERE id = ?1",
+        "SELECT created_at, updated_at, body, version, deleted_at IS NOT NULL
+           FROM projects WHERE id = ?1",
         &[Param::Text(&project.id)],
-        |row| Ok((row.int(0)?, row.int(1)?, row.text(2)?)),
+        |row| {
+            let time_and_body = (row.int(0)?, row.int(1)?, row.text(2)?);
+            Ok((time_and_body, row.int(3)?, row.boolean(4)?))
+        },
     )
     .await?;
+    let (stored, stored_version) = match stored {
+        Some((time_and_body, version, deleted)) => (Some(time_and_body), Some((version, deleted))),
+        None => (None, None),
+    };
     let before_import = state_before_import(db, &project.id, stored.as_ref()).await?;
     let stored_time = |millis| Timestamp::from_millis(millis).unwrap_or(now);
     if project.created_at.is_none() {
@@ -344,6 +421,19 @@ async fn upsert_project(
         ],
     )
     .await?;
+    // As the upsert moves the version: when the body changes, or the
+    // project comes back.
+    let change = match (stored_version, &stored) {
+        (None, _) => Some((ChangeKind::ProjectCreated, 1)),
+        (Some((version, true)), _) => Some((ChangeKind::ProjectCreated, version + 1)),
+        (Some((version, false)), Some((_, _, stored_body))) if *stored_body != body => {
+            Some((ChangeKind::ProjectUpdated, version + 1))
+        }
+        _ => None,
+    };
+    if let Some((kind, version)) = change {
+        staged.stage(db, kind, &project.id, None, version).await?;
+    }
     Ok(())
 }
 
@@ -391,7 +481,11 @@ fn hash(body: &str) -> i64 {
     hasher.finish() as i64
 }
 
-async fn upsert_proxy_settings(db: &mut dyn Db, settings: &ProxySettings) -> Result<(), Refusal> {
+async fn upsert_proxy_settings(
+    db: &mut dyn Db,
+    settings: &ProxySettings,
+    staged: &mut StagedChanges,
+) -> Result<(), Refusal> {
     let project_id = settings.project_id.as_deref().unwrap_or_default();
     let project_known = exists(
         db,
@@ -428,6 +522,14 @@ async fn upsert_proxy_settings(db: &mut dyn Db, settings: &ProxySettings) -> Res
         project_id: None,
         ..settings.clone()
     };
+    let body = to_json(&listed)?;
+    let stored = query_opt(
+        db,
+        "SELECT is_active, version, body FROM proxy_settings WHERE project_id = ?1 AND revision = ?2",
+        &[Param::Text(project_id), Param::Int(revision)],
+        |row| Ok((row.boolean(0)?, row.int(1)?, row.text(2)?)),
+    )
+    .await?;
     db.execute(
         "INSERT INTO proxy_settings (project_id, revision, is_active, body) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (project_id, revision) DO UPDATE
@@ -438,9 +540,24 @@ async fn upsert_proxy_settings(db: &mut dyn Db, settings: &ProxySettings) -> Res
             Param::Text(project_id),
             Param::Int(revision),
             Param::Bool(settings.is_active),
-            Param::Text(&to_json(&listed)?),
+            Param::Text(&body),
         ],
     )
     .await?;
+    // As the upsert moves the version: when the body changes.
+    let change = match stored {
+        None => Some((ChangeKind::ProxySettingsCreated, 1)),
+        Some((was_active, version, stored_body)) if stored_body != body => Some((
+            ChangeKind::of_revision_activity(was_active, settings.is_active),
+            version + 1,
+        )),
+        Some(_) => None,
+    };
+    if let Some((kind, version)) = change {
+        let revision = Some(settings.revision);
+        staged
+            .stage(db, kind, project_id, revision, version)
+            .await?;
+    }
     Ok(())
 }

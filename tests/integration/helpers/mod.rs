@@ -47,6 +47,8 @@ mod faults;
 pub use faults::*;
 mod writes;
 pub use writes::*;
+mod feed;
+pub use feed::*;
 
 /// Token cache lifetime in tests: long, so that an entry goes only when a
 /// test moves the service's clock past it (`app.clock.advance(CACHE_TTL)`).
