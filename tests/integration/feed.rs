@@ -523,3 +523,38 @@ async fn imports_and_the_operators_removals_are_changes_too() {
         ]
     );
 }
+
+#[tokio::test]
+async fn answers_and_events_match_the_served_document() {
+    require!(BACKEND);
+    let contract = crate::openapi_contract::Contract::parse(proxydeck::http::openapi::DOCUMENT);
+    let (app, u1, _) = fixture().await;
+    let start = head(&app, &u1).await;
+    let revisions = "/v1/projects/p1/proxy-settings";
+    write(
+        &app,
+        &u1,
+        Method::POST,
+        revisions,
+        Some(revision_body("r1")),
+    )
+    .await;
+    describe(&app, &u1, "p1", "described").await;
+    for query in [
+        format!("?after={start}"),
+        String::new(),
+        "?after=1234567".into(),
+    ] {
+        let read = poll(&app, &u1, &query).await;
+        contract.assert_valid("#/components/schemas/Changes", &read, &query);
+    }
+    let mut stream = EventStream::open(&app, &format!("?after={start}"), &u1, None).await;
+    for _ in 0..2 {
+        let event = stream.next_change().await;
+        contract.assert_valid("#/components/schemas/Change", &event.json(), &event.data);
+    }
+    let operation = contract.operation("/v1/changes");
+    for status in [200, 400, 401, 404, 429, 503] {
+        assert!(contract.response(&operation, status).is_some(), "{status}");
+    }
+}

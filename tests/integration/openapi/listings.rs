@@ -29,6 +29,7 @@ async fn every_listing_answer_validates_and_covers_the_document() {
     let (expiring, _) = app.token_with("u1", "expiring", later).await;
     assert_eq!(app.get(API_TOKENS, &token).await.status(), 200);
     wait_for_last_used_at(&app, &token).await;
+    changes_of_every_type(&app).await;
 
     let org2 = org_id(2);
     let expiring_id = expiring.id;
@@ -76,9 +77,19 @@ async fn every_listing_answer_validates_and_covers_the_document() {
         ),
         (ORGANIZATION, format!("/v1/organizations/{}", org_id(2))),
         (MY_ORGANIZATION, MY_ORGANIZATION.into()),
+        (CHANGES, "/v1/changes".into()),
+        (CHANGES, "/v1/changes?after=0&limit=1000&wait=0s".into()),
+        (CHANGES, "/v1/changes?after=99999999".into()),
+        (
+            CHANGES,
+            format!(
+                "/v1/changes?after=0&organization_id={}&project_id=p-moved",
+                org_id(3)
+            ),
+        ),
     ];
     // Every documented query parameter is used (and so accepted) above.
-    for path in [PROJECTS, API_TOKENS, PROXY_SETTINGS, ORGANIZATIONS] {
+    for path in [PROJECTS, API_TOKENS, PROXY_SETTINGS, ORGANIZATIONS, CHANGES] {
         let used: BTreeSet<String> = requests
             .iter()
             .filter(|(operation, _)| *operation == path)
@@ -140,4 +151,31 @@ fn form_urlencoded_names(query: &str) -> impl Iterator<Item = String> + '_ {
         .split('&')
         .filter_map(|pair| pair.split('=').next())
         .map(str::to_owned)
+}
+
+/// Changes of every type in organization 3, through the import and the
+/// operator's removal (the feed's own tests make them through the API).
+async fn changes_of_every_type(app: &TestApp) {
+    let mut described = settings("p-moved", 2, true);
+    described["description"] = json!("described again");
+    for lines in [
+        vec![
+            project("p-gone", 3, 0),
+            project("p-moved", 3, 0),
+            settings("p-moved", 1, true),
+            settings("p-moved", 2, false),
+        ],
+        vec![
+            project("p-moved", 3, 5),
+            settings("p-moved", 1, false),
+            settings("p-moved", 2, true),
+        ],
+        vec![described],
+    ] {
+        app.seed(lines).await;
+    }
+    app.store
+        .run(RemoveProject("p-gone".into()))
+        .await
+        .expect("the project goes");
 }

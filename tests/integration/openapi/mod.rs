@@ -32,6 +32,7 @@ const ME: &str = "/v1/users/me";
 const ORGANIZATIONS: &str = "/v1/organizations";
 const ORGANIZATION: &str = "/v1/organizations/{id}";
 const MY_ORGANIZATION: &str = "/v1/organizations/me";
+const CHANGES: &str = "/v1/changes";
 
 fn contract() -> Contract {
     Contract::parse(DOCUMENT)
