@@ -68,7 +68,8 @@ pub enum AdminCommand {
         /// Only the writes of this user.
         #[arg(long, value_name = "ID")]
         user: Option<String>,
-        /// Only the writes to this object (a project id, say).
+        /// Only the writes to this object (a project id, say; a project's
+        /// include those to its proxy settings revisions).
         #[arg(long, value_name = "ID")]
         object: Option<String>,
         /// At most this many records, the newest (1 to 10000); narrow with

@@ -495,3 +495,32 @@ async fn the_generated_client_creates_and_updates_revisions() {
     assert_eq!(updated.description.as_deref(), Some("live"));
     assert_eq!(revisions(&app, &token).await, [(1, false), (2, true)]);
 }
+
+/// `admin audit --object PROJECT` lists the project's writes and its
+/// revisions', and not those of a project whose id merely starts alike.
+#[tokio::test]
+async fn a_projects_audit_holds_its_revisions_writes() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    app.seed(vec![project("p10", 1, 0)]).await;
+    assert_eq!(create(&app, &token, P, &[], &revision("one")).await.0, 200);
+    assert_eq!(
+        create(&app, &token, "p10", &[], &revision("ten")).await.0,
+        200
+    );
+    let description = json!({"description": "audited"});
+    for project in [P, "p10"] {
+        let path = format!("/v1/projects/{project}");
+        let (status, _, _) = send(&app, Method::POST, &path, &token, &[], Some(&description)).await;
+        assert_eq!(status, 200);
+    }
+    let objects = |records: Vec<proxydeck::store::operator::audit::AuditRecord>| {
+        records
+            .into_iter()
+            .map(|record| record.object_id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(objects(audit_of(&app, Some(P)).await), ["p1", "p1/1"]);
+    assert_eq!(objects(audit_of(&app, Some("p1/1")).await), ["p1/1"]);
+    assert_eq!(objects(audit_of(&app, Some("p10")).await), ["p10", "p10/1"]);
+}

@@ -14,6 +14,8 @@ use crate::store::sql::db::{Db, Param, query_all, transaction};
 pub struct AuditQuery {
     pub since: Option<Timestamp>,
     pub user_id: Option<String>,
+    /// The object's records; a project's include those of its revisions
+    /// (recorded as `PROJECT/REVISION`).
     pub object_id: Option<String>,
     pub limit: u32,
 }
@@ -56,9 +58,25 @@ async fn audit_page(db: &mut dyn Db, query: &AuditQuery) -> Result<Vec<AuditReco
         params.push(Param::Text(user_id));
         conditions.push(format!("user_id = ?{}", params.len()));
     }
-    if let Some(object_id) = &query.object_id {
-        params.push(Param::Text(object_id));
-        conditions.push(format!("object_id = ?{}", params.len()));
+    // A project's revisions are `PROJECT/N`: the ids from `PROJECT/` up to
+    // `PROJECT0` ('0' follows '/'), an index range in the byte order both
+    // stores keep ids in.
+    let revisions = query
+        .object_id
+        .as_ref()
+        .map(|id| (format!("{id}/"), format!("{id}0")));
+    if let (Some(object_id), Some((first, after_last))) = (&query.object_id, &revisions) {
+        params.extend([
+            Param::Text(object_id),
+            Param::Text(first),
+            Param::Text(after_last),
+        ]);
+        let n = params.len();
+        conditions.push(format!(
+            "(object_id = ?{} OR (object_id >= ?{} AND object_id < ?{n}))",
+            n - 2,
+            n - 1
+        ));
     }
     params.push(Param::Int(i64::from(query.limit)));
     let filter = if conditions.is_empty() {

@@ -31,6 +31,10 @@ const NOT_RUN: &[(&str, &str)] = &[
         "the benchmark; CI runs its quick modes",
     ),
     ("--config /etc/proxydeck.toml serve", "serves until stopped"),
+    (
+        "Accept: text/event-stream",
+        "a stream of the change feed: open until stopped",
+    ),
 ];
 
 /// The README's `sh` blocks: their lines, with `\`-continued lines joined.
