@@ -10,6 +10,8 @@ over loopback with keep-alive, print tables.
     bench/run.py --mix --quick        # its smoke version on small data, a minute or two per store
     bench/run.py --mix --writes-only  # the mix scenario, then the HTTP write runs alone
     bench/run.py --mix --compare A B  # two builds (before/after a change) side by side, rounds alternating
+    bench/run.py --feed               # the change feed: 10,000 idle followers and 1,000 active ones
+                                      # held open, memory per follower, a write's fan-out latency
     bench/run.py --mix --compare P P --b-flags "--caches token,shared-reads,page-memory"
                                       # one build, a cache switched off on B: an accelerator's A/B
 
@@ -68,6 +70,18 @@ the first page of its organization's projects again and again: a team's
 dashboards); --scenario picks some. The earlier behaviour (caches off, no
 writer, two scenarios) is `--a-flags=--caches=none --b-flags=--caches=none
 --no-writer --scenario mix --scenario "first page, one connection"`.
+
+The change feed (--feed): one server holds IDLE followers of
+`GET /v1/changes` whose scope sees no change (10,000) and ACTIVE ones
+following the organization written to (1,000), all streams of Server-Sent
+Events opened by `examples/feed_followers.rs`; the server's resident
+memory is read before and after they open (per follower: the difference
+over their number) and its CPU over 10 s of them idle; then WRITES
+(50) updates of one project, ten a second, through the API: for each,
+how long after it was sent each active follower had it (p50, p99, max
+over every follower and write), and whether every follower got every
+write. On SQLite, and on PostgreSQL with --postgres. --quick: 200 idle,
+50 active, 5 writes.
 
 Timings are printed, never asserted: these machines are shared and noisy,
 so read ratios measured in one run. Release binaries are looked for in
@@ -166,11 +180,7 @@ class Process:
         raise SystemExit("the server did not answer within 30 s")
 
     def peak_rss_mib(self):
-        with open(f"/proc/{self.process.pid}/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-        return float("nan")
+        return memory_mib(self.process.pid, "VmHWM")
 
     def stop(self):
         self.process.terminate()
@@ -1460,6 +1470,137 @@ def run_mix(args):
               "timings above are not meaningful.")
 
 
+FEED_ORG_BUSY = "00000000-0000-7000-8000-00000000fee1"
+FEED_ORG_QUIET = "00000000-0000-7000-8000-00000000fee2"
+
+
+def raise_open_files():
+    """Lets a spawned process hold as many sockets as its hard limit allows."""
+    import resource
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def memory_mib(pid, field):
+    """A memory figure of /proc/PID/status (VmRSS: resident now; VmHWM: its
+    peak), in MiB."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def feed_store(label, database, args, env, work):
+    """One store's feed run: its figures."""
+    data_file = os.path.join(work, f"feed-{label}.ndjson")
+    with open(data_file, "w") as out:
+        for line in [
+            {"object": "organization", "id": FEED_ORG_BUSY, "name": "Busy"},
+            {"object": "organization", "id": FEED_ORG_QUIET, "name": "Quiet"},
+            {"object": "user", "id": "feed-user", "email": "feed@example.com",
+             "roles": {FEED_ORG_BUSY: "admin", FEED_ORG_QUIET: "admin"}},
+            {"object": "project", "id": "busy", "organization_id": FEED_ORG_BUSY, "slug": "busy"},
+            {"object": "project", "id": "quiet", "organization_id": FEED_ORG_QUIET, "slug": "quiet"},
+        ]:
+            out.write(json.dumps(line) + "\n")
+    run([PROXYDECK, "--database", database, "admin", "import", data_file, "--quiet", "--json"],
+        env=env, stdout=subprocess.DEVNULL)
+    made = run([PROXYDECK, "--database", database, "admin", "token", "create", "--user", "feed-user",
+                "--name", "feed", "--json"], env=env, capture_output=True, text=True)
+    token = json.loads(made.stdout)["token"]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    connections = args.idle + args.active + 1000
+    stderr = open(os.path.join(work, f"feed-serve-{label}.log"), "wb")
+    server = subprocess.Popen(
+        [PROXYDECK, "--database", database, "serve", "--listen", f"127.0.0.1:{port}",
+         "--rate-limit", "1000000", "--max-connections", str(connections)],
+        env=env, stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=raise_open_files)
+    follower = None
+    try:
+        deadline = time.monotonic() + 30
+        while fetch(f"{base}/v1/changes", token)[0] != 200:
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit(f"{label}: the server did not answer")
+            time.sleep(0.01)
+        rss_before = memory_mib(server.pid, "VmRSS")
+        log(f"{label}: opening {args.idle:,} idle and {args.active:,} active followers")
+        follower = subprocess.Popen(
+            [os.path.join(RELEASE, "examples", "feed_followers"), base, token, "?project_id=quiet",
+             str(args.idle), f"?organization_id={FEED_ORG_BUSY}", str(args.active),
+             "/v1/projects/busy", str(args.writes)],
+            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            preexec_fn=raise_open_files)
+        opened = json.loads(follower.stdout.readline() or "null") or {}
+        if opened.get("opened") != args.idle + args.active:
+            raise SystemExit(f"{label}: the followers did not all open: {opened}")
+        rss_open = memory_mib(server.pid, "VmRSS")
+        cpu_before = cpu_seconds(server.pid)
+        time.sleep(args.idle_seconds)
+        idle_cpu = (cpu_seconds(server.pid) - cpu_before) / args.idle_seconds
+        log(f"{label}: {args.writes} writes, ten a second")
+        follower.stdin.write("go\n")
+        follower.stdin.flush()
+        fanout = json.loads(follower.stdout.readline() or "null") or {}
+        rss_after = memory_mib(server.pid, "VmRSS")
+    finally:
+        if follower is not None:
+            follower.kill()
+            follower.wait()
+        server.terminate()
+        server.wait(timeout=60)
+        stderr.close()
+    followers = args.idle + args.active
+    return {
+        "label": label, "followers": followers, "open_seconds": opened.get("open_seconds"),
+        "rss_before": rss_before, "rss_open": rss_open, "rss_after": rss_after,
+        "per_follower_kib": (rss_open - rss_before) * 1024 / followers,
+        "idle_cpu": idle_cpu, **fanout,
+    }
+
+
+def run_feed(args):
+    """The change feed's capacity (--feed)."""
+    if args.quick:
+        args.idle, args.active, args.writes, args.idle_seconds = 200, 50, 5, 1
+    else:
+        args.idle, args.active, args.writes, args.idle_seconds = 10_000, 1_000, 50, 10
+    if not args.no_build:
+        log("building the release binaries")
+        run(["cargo", "build", "--release", "--quiet", "--bin", "proxydeck",
+             "--example", "feed_followers"], cwd=ROOT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROXYDECK_")}
+    env["RUST_LOG"] = env.get("RUST_LOG", "info,refinery_core=warn")
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="proxydeck-feed-") as work:
+        runs.append(feed_store("SQLite", f"sqlite://{work}/feed.db", args, env, work))
+        if args.postgres:
+            schema = f"proxydeck_feed_{os.getpid()}"
+            run(["psql", args.postgres, "-qc", f"DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"])
+            try:
+                url = postgres_urls(args.postgres, schema)["serve"]
+                runs.append(feed_store("PostgreSQL", url, args, env, work))
+            finally:
+                run(["psql", args.postgres, "-qc", f"DROP SCHEMA IF EXISTS {schema} CASCADE"])
+    print(f"\nThe change feed: {args.idle:,} idle followers (their scope sees no change) and "
+          f"{args.active:,} following the organization written to, one server, {args.writes} writes "
+          f"ten a second")
+    print("| store | streams opened in | RSS before -> open -> after writes | per follower | "
+          "CPU, all idle | received / expected | p50 | p99 | max |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in runs:
+        print(f"| {r['label']} | {r['open_seconds']:.1f} s | {r['rss_before']:.0f} -> {r['rss_open']:.0f} -> "
+              f"{r['rss_after']:.0f} MiB | {r['per_follower_kib']:.1f} KiB | {r['idle_cpu'] * 100:.1f}% of a core | "
+              f"{r.get('received')} / {r.get('expected')} | {r.get('p50_ms')} ms | {r.get('p99_ms')} ms | "
+              f"{r.get('max_ms')} ms |")
+    missing = [r["label"] for r in runs if r.get("received") is None or r.get("received") != r.get("expected")]
+    if missing:
+        raise SystemExit(f"followers missed writes on: {', '.join(missing)}")
+    if args.quick:
+        print("\nquick mode: every follower opened and received every write; timings are not meaningful.")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small data and short runs: checks responses only")
@@ -1470,6 +1611,8 @@ def main():
     parser.add_argument("--connections", type=int, default=None,
                         help="concurrent connections under load (default 32; --quick: 4)")
     parser.add_argument("--mix", action="store_true", help="the realistic traffic instead of the fixed scenarios")
+    parser.add_argument("--feed", action="store_true",
+                        help="the change feed: followers held open, memory per follower, a write's fan-out")
     parser.add_argument("--skip-sqlite", action="store_true",
                         help="with --mix --postgres: PostgreSQL's runs alone (each store's run is about 20 minutes)")
     parser.add_argument("--writes-only", action="store_true",
@@ -1512,6 +1655,9 @@ def main():
         parser.error("--a-flags, --b-flags, --no-writer and --scenario go with --mix --compare A B")
     if args.writes_only and (not args.mix or args.compare):
         parser.error("--writes-only goes with --mix (and not --compare)")
+    if args.feed:
+        run_feed(args)
+        return
     if args.mix:
         run_mix(args)
         return

@@ -99,6 +99,28 @@ impl Refused {
     pub(super) fn is_authentication(&self) -> bool {
         self.status == StatusCode::UNAUTHORIZED
     }
+
+    /// A refusal the same request will meet again (a 4xx but 408 and 429):
+    /// no use trying again.
+    pub(super) fn is_permanent(&self) -> bool {
+        self.status.is_client_error()
+            && !matches!(
+                self.status,
+                StatusCode::REQUEST_TIMEOUT | StatusCode::TOO_MANY_REQUESTS
+            )
+    }
+
+    /// The error body an event stream ends with (its `error` event).
+    pub(super) fn from_event(data: &str) -> Self {
+        let status = match serde_json::from_str::<Value>(data).unwrap_or_default()["error"]["type"]
+            .as_str()
+        {
+            Some("authentication_error") => StatusCode::UNAUTHORIZED,
+            Some("not_found_error") => StatusCode::NOT_FOUND,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        Self::from_answer(status, data.as_bytes())
+    }
 }
 
 /// `message` followed by each of `params` it does not already hold, as
@@ -168,6 +190,8 @@ const LONGEST_WAIT: Duration = Duration::from_secs(60);
 
 pub(super) struct ApiClient {
     http: reqwest::Client,
+    /// For streams: no bound on the whole exchange, one on each read.
+    streams: reqwest::Client,
     base: url::Url,
     token: String,
 }
@@ -181,13 +205,23 @@ impl ApiClient {
         if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
             bail!("--url must be an http:// or https:// URL");
         }
+        let user_agent = concat!("proxydeck/", env!("CARGO_PKG_VERSION"));
         let http = reqwest::Client::builder()
-            .user_agent(concat!("proxydeck/", env!("CARGO_PKG_VERSION")))
+            .user_agent(user_agent)
             .timeout(Duration::from_secs(60))
+            .build()
+            .context("cannot set up the HTTP client")?;
+        // A stream is silent at most a heartbeat (15 s by default): three
+        // of them without a byte is a connection gone.
+        let streams = reqwest::Client::builder()
+            .user_agent(user_agent)
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(45))
             .build()
             .context("cannot set up the HTTP client")?;
         Ok(Self {
             http,
+            streams,
             base,
             token: target.token.clone(),
         })
@@ -205,21 +239,51 @@ impl ApiClient {
         serde_json::from_slice(&answer.body).context("the server's answer is not a listing")
     }
 
+    /// A stream of Server-Sent Events (`GET` with `Accept:
+    /// text/event-stream`), its body left to read as it comes; an error
+    /// answer becomes [`Refused`].
+    pub(super) async fn stream(
+        &self,
+        segments: &[String],
+        query: &[(&str, String)],
+    ) -> anyhow::Result<reqwest::Response> {
+        let url = self.url(segments, query)?;
+        let response = self
+            .streams
+            .get(url)
+            .bearer_auth(&self.token)
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .send()
+            .await
+            .map_err(|error| self.unreachable(&error))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.bytes().await.unwrap_or_default();
+            return Err(Refused::from_answer(status, &body).into());
+        }
+        Ok(response)
+    }
+
+    fn url(&self, segments: &[String], query: &[(&str, String)]) -> anyhow::Result<url::Url> {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .map_err(|()| anyhow!("--url cannot take a path"))?
+            .pop_if_empty()
+            .extend(segments);
+        if !query.is_empty() {
+            url.query_pairs_mut()
+                .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
+        }
+        Ok(url)
+    }
+
     /// One exchange; an error answer becomes [`Refused`]. A 429 or 503 is
     /// tried again after the time its `Retry-After` gives (at most
     /// [`LONGEST_WAIT`]), [`RETRIES`] times at most, with the very same
     /// request: the same body and headers, an `Idempotency-Key` included,
     /// so a retried create cannot create twice.
     pub(super) async fn send(&self, request: Request<'_>) -> anyhow::Result<Answer> {
-        let mut url = self.base.clone();
-        url.path_segments_mut()
-            .map_err(|()| anyhow!("--url cannot take a path"))?
-            .pop_if_empty()
-            .extend(request.segments);
-        if !request.query.is_empty() {
-            url.query_pairs_mut()
-                .extend_pairs(request.query.iter().map(|(k, v)| (*k, v.as_str())));
-        }
+        let url = self.url(request.segments, request.query)?;
         let mut builder = self
             .http
             .request(request.method, url)

@@ -9,6 +9,7 @@ mod config;
 mod connection;
 mod demo;
 mod duration;
+mod follow;
 mod listings;
 mod login;
 mod output;
@@ -145,6 +146,13 @@ enum Command {
         #[command(subcommand)]
         command: client::ProxySettingsCommand,
     },
+    /// Keep a folder in step with a project's (or an organization's
+    /// projects') configuration through the change feed, running a command
+    /// after each change.
+    #[command(
+        after_help = "Examples:\n  proxydeck follow --project acme-shop --dir /etc/edge/proxydeck --exec 'systemctl reload haproxy'\n  proxydeck follow --organization 0190b7a4-0000-7000-8000-000000000001 --dir ./config --once\n\nFor each project: PROJECT/project.json and PROJECT/proxy-settings.json (its active revision),\neach written whole. .cursor saves where the files stand: a restart resumes there."
+    )]
+    Follow(follow::FollowArgs),
     /// Check an API token and keep it, with the API's URL, for the client
     /// commands (a profile in your configuration folder).
     #[command(
@@ -601,6 +609,7 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
         Command::Projects { command } => client::projects(command).await,
         Command::Tokens { command } => client::tokens(command).await,
         Command::ProxySettings { command } => client::proxy_settings(command).await,
+        Command::Follow(args) => follow::follow(args).await,
         Command::Login(args) => login::login(args, &out).await,
         Command::Logout(args) => login::logout(args, &out),
         Command::Auth { command } => login::status(command, &out).await,

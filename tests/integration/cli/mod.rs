@@ -14,6 +14,7 @@ use crate::helpers::*;
 mod commands;
 mod completions;
 mod directory;
+mod follow;
 mod import;
 mod readme;
 mod serve_and_demo;
