@@ -6,7 +6,7 @@
 
 use clap::Subcommand;
 
-use super::{listings, revisions, writes};
+use super::{edges, listings, revisions, writes};
 
 /// The note ending the help of each create that sends an Idempotency-Key
 /// (a macro so that `concat!` can put it after each command's examples).
@@ -95,6 +95,12 @@ pub enum ProxySettingsCommand {
         after_help = "Examples:\n  proxydeck proxy-settings activate acme-shop 3\n  proxydeck proxy-settings diff acme-shop 3 2 && proxydeck proxy-settings activate acme-shop 2   # roll back to 2"
     )]
     Activate(writes::RevisionActivate),
+    /// Who runs which revision: each edge's last report (`proxydeck
+    /// follow --name` reports), with a summary line.
+    #[command(
+        after_help = "Examples:\n  proxydeck proxy-settings edges acme-shop\n  proxydeck proxy-settings edges acme-shop --jq '.[] | select(.status == \"failed\") | .error'"
+    )]
+    Edges(edges::EdgesArgs),
 }
 
 /// Runs a `projects` command.
@@ -125,5 +131,6 @@ pub async fn proxy_settings(command: ProxySettingsCommand) -> anyhow::Result<()>
         ProxySettingsCommand::Diff(args) => revisions::diff(args).await,
         ProxySettingsCommand::Create(args) => writes::revision_create(args).await,
         ProxySettingsCommand::Activate(args) => writes::revision_activate(args).await,
+        ProxySettingsCommand::Edges(args) => edges::edges(args).await,
     }
 }

@@ -9,10 +9,10 @@
 //! while the service cannot be reached the files stay as they are and
 //! the command tries again, waiting longer each time (with jitter).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::api::{ApiClient, Refused, Request};
 use super::connection::{self, Connection};
 use crate::domain::change::Cursor;
+use crate::domain::edge;
 
 #[derive(Args)]
 pub struct FollowArgs {
@@ -41,6 +42,13 @@ pub struct FollowArgs {
     /// folder, with PROXYDECK_FOLLOW_DIR set to it.
     #[arg(long, value_name = "COMMAND")]
     exec: Option<String>,
+    /// The name this edge reports under (reportEdge) after each change it
+    /// applied, or failed to [default: the host's name].
+    #[arg(long, value_name = "EDGE")]
+    name: Option<String>,
+    /// Report nothing.
+    #[arg(long, conflicts_with = "name")]
+    no_report: bool,
     /// Write every file (and run --exec) once, whatever the saved cursor,
     /// print where they stand (`{"cursor": ..., "projects": [...]}`), then
     /// stop.
@@ -57,16 +65,30 @@ const LONGEST_BACKOFF: Duration = Duration::from_secs(30);
 /// activation is two changes: the old revision's, then the new one's).
 const SETTLE: Duration = Duration::from_millis(100);
 const CURSOR_FILE: &str = ".cursor";
+/// How often the last reports are sent again (the service calls an edge
+/// stale after 3 minutes without one).
+const REPORT_EVERY: Duration = Duration::from_secs(60);
 
 /// Runs `proxydeck follow` until stopped (or once, with `--once`).
 pub async fn follow(args: FollowArgs) -> anyhow::Result<()> {
     let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot make {}", args.dir.display()))?;
+    let edge = match (&args.name, args.no_report) {
+        (_, true) => None,
+        (Some(name), false) if !edge::valid_name(name) => {
+            bail!("--name {name:?} {}", edge::NAME_RULE)
+        }
+        (Some(name), false) => Some(name.clone()),
+        (None, false) => Some(host_name()),
+    };
     let follower = Follower {
         client,
         args,
         failures: 0,
+        edge,
+        reported: BTreeMap::new(),
+        reported_at: Instant::now(),
     };
     follower.run().await
 }
@@ -76,6 +98,12 @@ struct Follower {
     args: FollowArgs,
     /// Failures in a row, for the backoff.
     failures: u32,
+    /// The name reports go under; `None` with --no-report.
+    edge: Option<String>,
+    /// The last report on each project, sent again every
+    /// [`REPORT_EVERY`] so that the edge does not go stale.
+    reported: BTreeMap<String, Value>,
+    reported_at: Instant,
 }
 
 /// Why a round ended.
@@ -173,7 +201,12 @@ impl Follower {
                 "reset" => return Ok(()),
                 // Past changes this follow does not see; saved with the
                 // next change.
-                "heartbeat" if dirty.is_empty() => cursor = event_cursor(&event)?,
+                "heartbeat" if dirty.is_empty() => {
+                    cursor = event_cursor(&event)?;
+                    if self.reported_at.elapsed() >= REPORT_EVERY {
+                        self.report_again().await;
+                    }
+                }
                 "error" => {
                     let refused = Refused::from_event(&event.data);
                     return Err(Ended::Fatal(anyhow!(
@@ -187,7 +220,7 @@ impl Follower {
 
     /// The project(s) followed, written whole; answers the cursor they
     /// stand at, and the projects.
-    async fn sync_all(&self) -> Result<(Cursor, Vec<String>), Ended> {
+    async fn sync_all(&mut self) -> Result<(Cursor, Vec<String>), Ended> {
         // Where the feed stands before the listing: a change made while
         // it is read comes again after, and applying it twice is harmless.
         let path = segments(&["v1", "changes"]);
@@ -218,7 +251,9 @@ impl Follower {
 
     /// Reads each project again, writes its files, runs `--exec`, saves
     /// the cursor.
-    async fn apply(&self, projects: BTreeSet<String>, cursor: Cursor) -> Result<(), Ended> {
+    async fn apply(&mut self, projects: BTreeSet<String>, cursor: Cursor) -> Result<(), Ended> {
+        // The revision each project now runs, for the reports.
+        let mut applied = Vec::new();
         for project in &projects {
             match self.read_project(project).await? {
                 Some((body, active)) => {
@@ -232,6 +267,7 @@ impl Follower {
                     match active {
                         Some(revision) => {
                             write_whole(&settings, &pretty(&revision)).map_err(Ended::Fatal)?;
+                            applied.push((project.clone(), revision["revision"].clone()));
                             eprintln!(
                                 "follow: {project}: revision {} written",
                                 revision["revision"]
@@ -254,25 +290,51 @@ impl Follower {
                 }
             }
         }
-        if let Some(command) = &self.args.exec {
-            let mut run = std::process::Command::new("sh");
-            run.arg("-c")
-                .arg(command)
-                .current_dir(&self.args.dir)
-                .env("PROXYDECK_FOLLOW_DIR", &self.args.dir);
-            let status = tokio::task::spawn_blocking(move || run.status())
-                .await
-                .map_err(|e| Ended::Fatal(anyhow!("cannot run --exec: {e}")))?
-                .map_err(|e| Ended::Fatal(anyhow!("cannot run --exec: {e}")))?;
-            if !status.success() {
-                // The cursor stays where it was: a restart runs it again.
-                eprintln!("follow: --exec failed ({status}); the cursor is not saved");
-                return Ok(());
+        let failure = match &self.args.exec {
+            Some(command) => run_exec(command, &self.args.dir).await?,
+            None => None,
+        };
+        for (project, revision) in applied {
+            let mut report = serde_json::json!({"revision": revision, "status": "applied"});
+            if let Some(error) = &failure {
+                report["status"] = "failed".into();
+                report["error"] = error.clone().into();
             }
+            self.report(&project, report).await;
+        }
+        if let Some(error) = failure {
+            // The cursor stays where it was: a restart runs it again.
+            eprintln!("follow: --exec failed ({error}); the cursor is not saved");
+            return Ok(());
         }
         let mut text = cursor.to_string();
         text.push('\n');
         write_whole(&self.args.dir.join(CURSOR_FILE), &text).map_err(Ended::Fatal)
+    }
+
+    /// Tells the service what this edge runs of `project` (reportEdge);
+    /// a report that fails is only said: the next change or minute sends
+    /// it again.
+    async fn report(&mut self, project: &str, mut report: Value) {
+        let Some(edge) = &self.edge else {
+            return;
+        };
+        report["name"] = edge.clone().into();
+        let path = segments(&["v1", "projects", project, "edges"]);
+        let request = Request::new(reqwest::Method::POST, &path).body(report.clone());
+        if let Err(error) = self.client.send(request).await {
+            eprintln!("follow: {project}: cannot report what this edge runs: {error:#}");
+        }
+        self.reported.insert(project.to_owned(), report);
+        self.reported_at = Instant::now();
+    }
+
+    /// Every last report again, so that the edge does not go stale.
+    async fn report_again(&mut self) {
+        for (project, report) in std::mem::take(&mut self.reported) {
+            self.report(&project, report).await;
+        }
+        self.reported_at = Instant::now();
     }
 
     /// A project and its active revision; `None` when it is gone.
@@ -390,6 +452,60 @@ impl Follower {
             _ => sync_folder(&self.args.dir),
         }
     }
+}
+
+/// Runs `--exec` in the folder; `Some(why)` when it fails: its exit
+/// status and the end of what it wrote on stderr (passed on to ours).
+async fn run_exec(command: &str, dir: &Path) -> Result<Option<String>, Ended> {
+    let mut run = std::process::Command::new("sh");
+    run.arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env("PROXYDECK_FOLLOW_DIR", dir)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let output = tokio::task::spawn_blocking(move || run.output())
+        .await
+        .map_err(|e| Ended::Fatal(anyhow!("cannot run --exec: {e}")))?
+        .map_err(|e| Ended::Fatal(anyhow!("cannot run --exec: {e}")))?;
+    let _ = std::io::stderr().write_all(&output.stderr);
+    if output.status.success() {
+        return Ok(None);
+    }
+    let said = String::from_utf8_lossy(&output.stderr);
+    let said = said.trim();
+    let tail: String = said
+        .chars()
+        .skip(
+            said.chars()
+                .count()
+                .saturating_sub(edge::MAX_ERROR_CHARS - 100),
+        )
+        .collect();
+    Ok(Some(match tail.is_empty() {
+        true => format!("--exec {}", output.status),
+        false => format!("--exec {}: {tail}", output.status),
+    }))
+}
+
+/// The host's name, made an edge name (what the rule does not allow
+/// becomes `-`); `edge` when there is none.
+fn host_name() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default();
+    let name: String = name
+        .trim()
+        .chars()
+        .take(64)
+        .map(
+            |c| match c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                true => c,
+                false => '-',
+            },
+        )
+        .collect();
+    if name.is_empty() { "edge".into() } else { name }
 }
 
 /// A stream of Server-Sent Events, read as they come.

@@ -9,6 +9,7 @@ mod config;
 mod connection;
 mod demo;
 mod duration;
+mod edges;
 mod follow;
 mod listings;
 mod login;

@@ -33,6 +33,18 @@ pub struct Document {
     jq: Option<String>,
 }
 
+impl Document {
+    /// The `--jq` program, if any.
+    pub(super) fn jq(&self) -> Option<&str> {
+        self.jq.as_deref()
+    }
+
+    /// Whether a JSON document is asked for (`--json` or `--jq`).
+    pub(super) fn wanted(&self) -> bool {
+        self.json.is_some() || self.jq.is_some()
+    }
+}
+
 #[derive(Args)]
 pub struct GetArgs {
     /// The project's id.

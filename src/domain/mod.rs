@@ -6,6 +6,7 @@ pub mod access;
 pub mod api_token;
 pub mod change;
 pub mod directory;
+pub mod edge;
 pub mod ids;
 pub mod import;
 pub mod organization_set;

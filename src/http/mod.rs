@@ -57,6 +57,7 @@ pub fn router(
         .merge(api::organizations::routes(&state))
         .merge(api::users::routes(&state))
         .merge(api::changes::routes(&state))
+        .merge(api::edges::routes(&state))
         .merge(operations::routes(metrics))
         .merge(openapi::routes())
         .merge(beside);

@@ -73,16 +73,18 @@ impl<'a> QueryParams<'a> {
     }
 
     /// `limit`, `start_key` and `order_direction`.
+    /// `limit`: `default` when absent, else an integer from 1 to `max`.
+    pub fn limit(&self, default: u32, max: u32) -> Result<u32, ApiError> {
+        match self.get("limit") {
+            None => Ok(default),
+            Some(text) => parse_limit(text, max).ok_or_else(|| {
+                ApiError::invalid("limit", format!("must be an integer between 1 and {max}"))
+            }),
+        }
+    }
+
     fn page_request(&self, default_limit: u32) -> Result<PageRequest, ApiError> {
-        let limit = match self.get("limit") {
-            None => default_limit,
-            Some(text) => parse_limit(text).ok_or_else(|| {
-                ApiError::invalid(
-                    "limit",
-                    format!("must be an integer between 1 and {MAX_LIMIT}"),
-                )
-            })?,
-        };
+        let limit = self.limit(default_limit, MAX_LIMIT)?;
         let direction = match self.get("order_direction") {
             None => Direction::default(),
             Some(text) => Direction::parse(text)
@@ -113,19 +115,16 @@ fn echoable(name: &str) -> Option<&str> {
     plain.then_some(name)
 }
 
-/// Decimal digits only (no sign, no spaces, no fraction), 1 to 100.
-fn parse_limit(text: &str) -> Option<u32> {
+/// Decimal digits only (no sign, no spaces, no fraction), 1 to `max`.
+fn parse_limit(text: &str, max: u32) -> Option<u32> {
     if !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let significant = text.trim_start_matches('0');
-    if significant.len() > 3 {
+    if significant.len() > 9 {
         return None;
     }
-    significant
-        .parse()
-        .ok()
-        .filter(|n| (1..=MAX_LIMIT).contains(n))
+    significant.parse().ok().filter(|n| (1..=max).contains(n))
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod sqlite {
     mod body_fuzz;
     mod caches;
     mod conditional;
+    mod edges;
     mod errors;
     mod feed;
     mod fuzz;
@@ -44,6 +45,7 @@ mod postgres {
     mod body_fuzz;
     mod caches;
     mod conditional;
+    mod edges;
     mod errors;
     mod feed;
     mod fuzz;

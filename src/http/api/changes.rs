@@ -30,8 +30,8 @@ use crate::http::state::AppState;
 use crate::store::api::changes::ChangeScope;
 
 /// Changes one JSON answer holds by default, and at most.
-const DEFAULT_LIMIT: usize = 100;
-const MAX_LIMIT: usize = 1000;
+const DEFAULT_LIMIT: u32 = 100;
+const MAX_LIMIT: u32 = 1000;
 /// The long poll's wait when none is named, and the longest one.
 const DEFAULT_WAIT: Duration = Duration::ZERO;
 const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -89,16 +89,7 @@ async fn changes(
         let authorization = headers.get(AUTHORIZATION).cloned();
         return Ok(event_stream(app, follower, authorization));
     }
-    let limit = match params.get("limit") {
-        None => DEFAULT_LIMIT,
-        Some(text) => text
-            .parse()
-            .ok()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid("limit", format!("must be an integer from 1 to {MAX_LIMIT}"))
-            })?,
-    };
+    let limit = params.limit(DEFAULT_LIMIT, MAX_LIMIT)? as usize;
     let wait = match params.get("wait") {
         None => DEFAULT_WAIT,
         Some(text) => parse_wait(text).ok_or_else(|| {

@@ -11,7 +11,7 @@
 //! organization's lock, runs side by side.) SQLite's writes are one at a
 //! time already.
 
-use crate::domain::access::{self, Action, Facts};
+use super::projects::{Deleted, readable_project};
 use crate::domain::change::{Change, ChangeKind, ChangeTag, Cursor};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
@@ -151,8 +151,11 @@ operation!(ReadChanges => read, Read, "read_changes" -> ChangesRead);
 
 async fn read(db: &mut dyn Db, query: &ReadChanges) -> Result<ChangesRead, StoreError> {
     transaction!(db, begin_read, {
+        // A project's changes may be read by those who may read the
+        // project, deleted or not (its deletion is one of them).
         if let Some(project_id) = &query.scope.project_id {
-            may_read_project(db, &query.scope, project_id).await?;
+            let visible_to = query.scope.visible_to.as_ref();
+            readable_project(db, visible_to, project_id, Deleted::Included).await?;
         }
         let (head, pruned_through) = query_opt(
             db,
@@ -223,38 +226,6 @@ async fn read(db: &mut dyn Db, query: &ReadChanges) -> Result<ChangesRead, Store
             more: through < head,
         })
     })
-}
-
-/// A project's changes may be read by those who may read the project,
-/// deleted or not (its deletion is one of them). The same answer for one
-/// that never existed and one the caller may not see.
-async fn may_read_project(
-    db: &mut dyn Db,
-    scope: &ChangeScope,
-    project_id: &str,
-) -> Result<(), StoreError> {
-    let number = query_opt(
-        db,
-        "SELECT organization_number FROM projects WHERE id = ?1",
-        &[Param::Text(project_id)],
-        |row| row.int(0),
-    )
-    .await?;
-    let visible = number.is_some_and(|number| match &scope.visible_to {
-        None => true,
-        Some(set) => {
-            let standing = set.standing_toward_number(number);
-            access::decide(Action::ReadProjects, Facts::live(standing)).is_ok()
-        }
-    });
-    if visible {
-        Ok(())
-    } else {
-        Err(StoreError::NotFound {
-            kind: "project",
-            id: project_id.to_owned(),
-        })
-    }
 }
 
 fn change(row: &dyn Row) -> Result<Change, StoreError> {

@@ -7,6 +7,7 @@ pub mod api_tokens;
 pub mod auth;
 pub mod changes;
 pub mod directory;
+pub mod edges;
 pub mod projects;
 pub mod proxy_settings;
 pub mod request;

@@ -46,6 +46,16 @@ impl Drop for Following {
     }
 }
 
+/// A client command against the service, run to its end.
+fn client(app: &TestApp, token: &str, cwd: &Path, args: &[&str]) -> Out {
+    let mut command = proxydeck(cwd);
+    command
+        .args(args)
+        .env("PROXYDECK_URL", format!("http://{}", app.address))
+        .env("PROXYDECK_TOKEN", token);
+    finish(command, None)
+}
+
 fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
@@ -82,6 +92,8 @@ async fn follow_keeps_the_active_revision_and_resumes_from_its_cursor() {
     let args = [
         "--project",
         "p1",
+        "--name",
+        "edge-1",
         "--dir",
         &dir_arg,
         "--exec",
@@ -123,6 +135,14 @@ async fn follow_keeps_the_active_revision_and_resumes_from_its_cursor() {
     until("--exec runs after the file is written", || {
         std::fs::read_to_string(work.path().join("applied.ndjson"))
             .is_ok_and(|applied| applied.contains("two.example:443"))
+    })
+    .await;
+    // The edge told the service what it runs.
+    eventually("the edge reports revision 2", || async {
+        let (_, page) = app.get_json("/v1/projects/p1/edges", &token).await;
+        page["data"][0]["name"] == "edge-1"
+            && page["data"][0]["revision"] == 2
+            && page["data"][0]["status"] == "applied"
     })
     .await;
     // No temporary file is left beside the files.
@@ -218,4 +238,70 @@ async fn follow_once_writes_an_organizations_projects_and_ends() {
         "{}",
         refused.log()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_exec_is_reported_and_keeps_the_cursor_back() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.seed(vec![
+        org(1),
+        user("u1", &[1]),
+        project("p1", 1, 0),
+        settings("p1", 1, true),
+    ])
+    .await;
+    let token = app.token("u1").await;
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("edge");
+    let dir_arg = dir.display().to_string();
+    let follow = Following::start(
+        &app,
+        &token,
+        work.path(),
+        &[
+            "--project",
+            "p1",
+            "--name",
+            "edge-9",
+            "--dir",
+            &dir_arg,
+            "--exec",
+            "echo 'haproxy: cannot bind' >&2; exit 3",
+        ],
+    );
+    eventually("the failure is reported", || async {
+        let (_, page) = app.get_json("/v1/projects/p1/edges", &token).await;
+        page["data"][0]["status"] == "failed"
+    })
+    .await;
+    let (_, page) = app.get_json("/v1/projects/p1/edges", &token).await;
+    let error = page["data"][0]["error"].as_str().unwrap();
+    assert!(error.contains("haproxy: cannot bind"), "{error}");
+    assert!(error.contains("exit status: 3"), "{error}");
+    assert_eq!(active_revision(&dir, "p1"), Some(1));
+    until("follow says the cursor is not saved", || {
+        follow.log().contains("the cursor is not saved")
+    })
+    .await;
+    assert!(!dir.join(".cursor").exists());
+    // proxy-settings edges says who runs what.
+    let out = client(
+        &app,
+        &token,
+        work.path(),
+        &["proxy-settings", "edges", "p1"],
+    );
+    assert!(out.status.success(), "{out:#?}");
+    let first = out.stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with("1 failed on 1: --exec exit status: 3: haproxy: cannot bind"),
+        "{first}"
+    );
+    let out = client(
+        &app,
+        &token,
+        work.path(),
+        &["proxy-settings", "edges", "p1", "--jq", ".[0].name"],
+    );
+    assert_eq!(out.stdout.trim(), "edge-9", "{out:#?}");
 }

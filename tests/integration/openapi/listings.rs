@@ -30,6 +30,7 @@ async fn every_listing_answer_validates_and_covers_the_document() {
     assert_eq!(app.get(API_TOKENS, &token).await.status(), 200);
     wait_for_last_used_at(&app, &token).await;
     changes_of_every_type(&app).await;
+    edges_of_every_kind(&app, &token).await;
 
     let org2 = org_id(2);
     let expiring_id = expiring.id;
@@ -77,6 +78,12 @@ async fn every_listing_answer_validates_and_covers_the_document() {
         ),
         (ORGANIZATION, format!("/v1/organizations/{}", org_id(2))),
         (MY_ORGANIZATION, MY_ORGANIZATION.into()),
+        (EDGES, "/v1/projects/p-moved/edges".into()),
+        (EDGES, "/v1/projects/p-empty/edges".into()),
+        (
+            EDGES,
+            "/v1/projects/p-moved/edges?limit=1&start_key=edge-a".into(),
+        ),
         (CHANGES, "/v1/changes".into()),
         (CHANGES, "/v1/changes?after=0&limit=1000&wait=0s".into()),
         (CHANGES, "/v1/changes?after=99999999".into()),
@@ -89,7 +96,14 @@ async fn every_listing_answer_validates_and_covers_the_document() {
         ),
     ];
     // Every documented query parameter is used (and so accepted) above.
-    for path in [PROJECTS, API_TOKENS, PROXY_SETTINGS, ORGANIZATIONS, CHANGES] {
+    for path in [
+        PROJECTS,
+        API_TOKENS,
+        PROXY_SETTINGS,
+        ORGANIZATIONS,
+        CHANGES,
+        EDGES,
+    ] {
         let used: BTreeSet<String> = requests
             .iter()
             .filter(|(operation, _)| *operation == path)
@@ -178,4 +192,20 @@ async fn changes_of_every_type(app: &TestApp) {
         .run(RemoveProject("p-gone".into()))
         .await
         .expect("the project goes");
+}
+
+/// Edges of project p-moved: one applied, one failed, one stale.
+async fn edges_of_every_kind(app: &TestApp, token: &str) {
+    for report in [
+        json!({"name": "edge-a", "revision": 2, "status": "applied"}),
+        json!({"name": "edge-b", "revision": 2, "status": "failed", "error": "it broke"}),
+        json!({"name": "edge-c", "revision": 1, "status": "applied"}),
+    ] {
+        let path = "/v1/projects/p-moved/edges";
+        let (status, body, _) = send(app, Method::POST, path, token, &[], Some(&report)).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    app.data.execute(
+        "UPDATE edge_reports SET reported_at = reported_at - 600000 WHERE name = 'edge-c'",
+    );
 }

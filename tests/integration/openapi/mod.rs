@@ -33,6 +33,7 @@ const ORGANIZATIONS: &str = "/v1/organizations";
 const ORGANIZATION: &str = "/v1/organizations/{id}";
 const MY_ORGANIZATION: &str = "/v1/organizations/me";
 const CHANGES: &str = "/v1/changes";
+const EDGES: &str = "/v1/projects/{id}/edges";
 
 fn contract() -> Contract {
     Contract::parse(DOCUMENT)

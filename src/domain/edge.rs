@@ -1,0 +1,160 @@
+//! What an edge reports of a project (`docs/feed.md`, "Who runs which
+//! revision"): the revision it applied, under a name it chooses, or that
+//! applying it failed and why. An edge is stale when it has not reported
+//! for [`STALE_AFTER_SECONDS`].
+
+use serde::{Deserialize, Serialize};
+
+use super::object_tag;
+use super::time::Timestamp;
+use super::validate::FieldError;
+
+object_tag!(EdgeTag, "edge");
+
+/// An edge that has not reported for this long is stale: `proxydeck
+/// follow` reports after each change and at least once a minute.
+pub const STALE_AFTER_SECONDS: i64 = 180;
+/// Longest error text kept: the end of what the edge sent.
+pub const MAX_ERROR_CHARS: usize = 1000;
+/// An edge's name: 1 to 64 of A-Z, a-z, 0-9, `.`, `_`, `-`.
+pub const NAME_RULE: &str = "must be 1 to 64 characters from A-Z, a-z, 0-9, '.', '_' and '-'";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EdgeStatus {
+    /// The edge runs the revision.
+    Applied,
+    /// The edge tried the revision and could not apply it.
+    Failed,
+}
+
+impl EdgeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Applied => "applied",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Applied, Self::Failed]
+            .into_iter()
+            .find(|status| status.as_str() == text)
+    }
+}
+
+/// A report, as an edge sends it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeReport {
+    pub name: String,
+    pub revision: u32,
+    pub status: EdgeStatus,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl EdgeReport {
+    /// Every bad member, by name: the name's shape, an error only with a
+    /// failure (cut to its last [`MAX_ERROR_CHARS`] characters).
+    pub fn check(mut self) -> Result<Self, Vec<FieldError>> {
+        let mut problems = Vec::new();
+        if !valid_name(&self.name) {
+            problems.push(FieldError::new("name", NAME_RULE));
+        }
+        if self.revision == 0 {
+            problems.push(FieldError::new(
+                "revision",
+                "must be a revision number, from 1",
+            ));
+        }
+        match (self.status, &mut self.error) {
+            (EdgeStatus::Applied, Some(_)) => problems.push(FieldError::new(
+                "error",
+                "is only for a report whose status is failed",
+            )),
+            (EdgeStatus::Failed, None) => problems.push(FieldError::new(
+                "error",
+                "must say why the revision could not be applied",
+            )),
+            (EdgeStatus::Failed, Some(error)) if error.trim().is_empty() => problems.push(
+                FieldError::new("error", "must say why the revision could not be applied"),
+            ),
+            (EdgeStatus::Failed, Some(error)) => {
+                let count = error.chars().count();
+                if count > MAX_ERROR_CHARS {
+                    *error = error.chars().skip(count - MAX_ERROR_CHARS).collect();
+                }
+            }
+            (EdgeStatus::Applied, None) => {}
+        }
+        if problems.is_empty() {
+            Ok(self)
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// An edge of a project, as the API answers it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Edge {
+    pub object: EdgeTag,
+    pub name: String,
+    pub revision: u32,
+    pub status: EdgeStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub reported_at: Timestamp,
+    /// No report for [`STALE_AFTER_SECONDS`].
+    pub stale: bool,
+}
+
+impl Edge {
+    pub fn is_stale(reported_at: Timestamp, now: Timestamp) -> bool {
+        now.as_millis() - reported_at.as_millis() > STALE_AFTER_SECONDS * 1000
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(status: EdgeStatus, error: Option<&str>) -> EdgeReport {
+        EdgeReport {
+            name: "edge-1.eu".into(),
+            revision: 4,
+            status,
+            error: error.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn reports_are_checked_member_by_member() {
+        assert!(report(EdgeStatus::Applied, None).check().is_ok());
+        assert!(report(EdgeStatus::Failed, Some("bad")).check().is_ok());
+        let bad = EdgeReport {
+            name: "no spaces".into(),
+            revision: 0,
+            ..report(EdgeStatus::Failed, None)
+        };
+        let fields: Vec<String> = bad
+            .check()
+            .unwrap_err()
+            .into_iter()
+            .map(|p| p.field)
+            .collect();
+        assert_eq!(fields, ["name", "revision", "error"]);
+        assert!(report(EdgeStatus::Applied, Some("x")).check().is_err());
+        let long = "x".repeat(MAX_ERROR_CHARS) + "the end";
+        let kept = report(EdgeStatus::Failed, Some(&long)).check().unwrap();
+        assert!(kept.error.unwrap().ends_with("the end"));
+    }
+}

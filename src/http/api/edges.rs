@@ -1,0 +1,103 @@
+//! Who runs which revision (`docs/feed.md`): `POST
+//! /v1/projects/{id}/edges` (reportEdge: an edge tells the revision it
+//! applied, or that it could not) and `GET /v1/projects/{id}/edges`
+//! (listEdges: each edge's last report, by name). Both need only the
+//! right to read the project.
+
+use axum::Router;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use super::projects::ProjectId;
+use crate::domain::FieldError;
+use crate::domain::edge::{self, EdgeReport};
+use crate::http::body::JsonBody;
+use crate::http::caller::Caller;
+use crate::http::error::ApiError;
+use crate::http::query::QueryParams;
+use crate::http::respond::json_body;
+use crate::http::routes::authenticated;
+use crate::http::state::AppState;
+use crate::http::writes::OperationHeaders;
+use crate::store::api::edges::{ListEdges, ReportEdge};
+
+/// Edges a page holds by default, and at most.
+const DEFAULT_LIMIT: u32 = 100;
+const MAX_LIMIT: u32 = 100;
+
+pub fn routes(state: &AppState) -> Router<AppState> {
+    Router::new().route(
+        "/v1/projects/{id}/edges",
+        authenticated(get(list).post(report), state),
+    )
+}
+
+/// `POST /v1/projects/{id}/edges`
+async fn report(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    // For `api-version`; a report takes neither If-Match nor an
+    // Idempotency-Key (sending it again changes nothing but its time).
+    _: OperationHeaders,
+    ProjectId(project_id): ProjectId,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    // The schema's checks do not read its pattern: the name's rule joins
+    // them, so that a 400 names every bad member.
+    let members = body.checked("EdgeReportInput", |body| {
+        match body.get("name").and_then(Value::as_str) {
+            Some(name) if !edge::valid_name(name) => {
+                vec![FieldError::new("name", edge::NAME_RULE)]
+            }
+            _ => Vec::new(),
+        }
+    })?;
+    let report: EdgeReport = serde_json::from_value(Value::Object(members))
+        .map_err(|e| ApiError::InvalidBody(vec![FieldError::new("body", e.to_string())]))?;
+    let report = report.check().map_err(ApiError::InvalidBody)?;
+    let edge = app
+        .store
+        .run(ReportEdge {
+            project_id,
+            visible_to: caller.organizations.clone(),
+            report,
+        })
+        .await?;
+    let body = serde_json::to_string(&edge).map_err(|_| ApiError::Internal)?;
+    Ok(json_body(StatusCode::OK, body.into()))
+}
+
+/// `GET /v1/projects/{id}/edges`
+async fn list(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    ProjectId(project_id): ProjectId,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &["limit", "start_key"])?;
+    let limit = params.limit(DEFAULT_LIMIT, MAX_LIMIT)?;
+    let start_key = match params.get("start_key") {
+        Some(name) if !edge::valid_name(name) => {
+            return Err(ApiError::invalid("start_key", edge::NAME_RULE));
+        }
+        other => other.map(str::to_owned),
+    };
+    let url = format!("/v1/projects/{project_id}/edges");
+    let (edges, has_more) = app
+        .store
+        .run(ListEdges {
+            project_id,
+            visible_to: caller.organizations.clone(),
+            limit,
+            start_key,
+        })
+        .await?;
+    let mut body = json!({"object": "list", "url": url, "has_more": has_more, "data": edges});
+    if let Some(last) = edges.last() {
+        body["last_key"] = json!(last.name);
+    }
+    Ok(json_body(StatusCode::OK, body.to_string().into()))
+}
