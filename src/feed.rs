@@ -66,8 +66,8 @@ const PRUNE_AT_MOST: i64 = 10_000;
 #[derive(Clone, Debug)]
 enum Tailed {
     Change(Arc<Change>),
-    /// The tail skipped changes (its own position was let go): followers
-    /// read the store.
+    /// The tail may have skipped changes (its own position was let go, or
+    /// it only now has one): followers read the store.
     Gap,
 }
 
@@ -110,7 +110,13 @@ impl Feed {
         let mut failing = false;
         loop {
             let read = match &mut position {
-                None => self.head().await.map(|head| position = Some(head)),
+                None => self.head().await.map(|head| {
+                    position = Some(head);
+                    // Followers that caught up from the store before the
+                    // tail had a position may be past changes it will
+                    // never hand out: they read the store again.
+                    let _ = self.tailed.send(Tailed::Gap);
+                }),
                 Some(after) => self.send_after(after).await,
             };
             match read {
