@@ -28,6 +28,7 @@ mod sqlite {
     mod project_writes;
     mod projects;
     mod proxy_settings;
+    mod proxy_settings_checks;
     mod proxy_settings_writes;
     mod request_values;
     mod store_contract;
@@ -53,6 +54,7 @@ mod postgres {
     mod project_writes;
     mod projects;
     mod proxy_settings;
+    mod proxy_settings_checks;
     mod proxy_settings_writes;
     mod request_values;
     mod store_contract;

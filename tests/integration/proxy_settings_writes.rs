@@ -121,7 +121,7 @@ async fn bodies_follow_the_rules_of_a_revision() {
     let backend = |name: &str| json!({"name": name, "address": "a.example:443"});
     let many_backends: Vec<Value> = (0..101).map(|i| backend(&format!("b{i}"))).collect();
     let many_routes: Vec<Value> = (0..1001)
-        .map(|i| json!({"path": format!("/{i}"), "backend_name": "a"}))
+        .map(|i| json!({"path": format!("/{i}"), "backend_name": "a", "rank": i}))
         .collect();
     for (body, param) in [
         (json!({"backends": [backend("a")]}), "description"),
@@ -179,7 +179,7 @@ async fn bodies_follow_the_rules_of_a_revision() {
     assert!(revisions(&app, &token).await.is_empty());
     let most_backends: Vec<Value> = (0..100).map(|i| backend(&format!("b{i}"))).collect();
     let most_routes: Vec<Value> = (0..1000)
-        .map(|i| json!({"path": format!("/{i}"), "backend_name": "b0"}))
+        .map(|i| json!({"path": format!("/{i}"), "backend_name": "b0", "rank": i}))
         .collect();
     let body = json!({"description": "big", "backends": most_backends, "routes": most_routes});
     assert_eq!(create(&app, &token, P, &[], &body).await.0, 200);

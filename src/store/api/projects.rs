@@ -380,8 +380,7 @@ async fn locked_project(
 
 /// Takes the lock of the organization of a project the caller may do
 /// `action` to (change it, or its proxy settings) and answers that
-/// organization: 401 for a token no longer good, 404 for a project unknown
-/// or invisible to the caller, 403 for a member ([`writes::authorize`]).
+/// organization, refused as [`writable_project`] refuses.
 pub(crate) async fn lock_writable_project(
     db: &mut dyn Db,
     request: &WriteRequest,
@@ -389,12 +388,26 @@ pub(crate) async fn lock_writable_project(
     id: &str,
     now: Timestamp,
 ) -> Result<String, StoreError> {
-    let target = Target::Project(id);
-    let organization = writes::authorize(db, request, action, target, now)
-        .await?
-        .ok_or_else(no_project)?;
+    let organization = writable_project(db, request, action, id, now).await?;
     writes::lock_organization(db, &organization).await?;
     Ok(organization)
+}
+
+/// The organization of a project the caller may do `action` to: 401 for
+/// a token no longer good, 404 for a project unknown or invisible to the
+/// caller, 403 for a member ([`writes::authorize`]). A dry run asks it
+/// without the lock (it writes nothing); a write through
+/// [`lock_writable_project`].
+pub(crate) async fn writable_project(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    action: Action,
+    id: &str,
+    now: Timestamp,
+) -> Result<String, StoreError> {
+    writes::authorize(db, request, action, Target::Project(id), now)
+        .await?
+        .ok_or_else(no_project)
 }
 
 /// 409 when another project of the organization has the slug.
