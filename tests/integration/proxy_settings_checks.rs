@@ -179,10 +179,10 @@ async fn each_check_names_the_member_that_breaks_it() {
         *body.pointer_mut(pointer).unwrap() = value.clone();
         let (status, error, _) = create(&app, &token, P, "", &[], &body).await;
         if status != 400 || params(&error) != [param] {
-            wrong.push(format!("{pointer} = {value}: {status} {error}"));
+            wrong.push(format!("{pointer} = {value:.40}: {status} {error:.300}"));
+        } else if error.to_string().contains("PRIVATE") {
+            wrong.push(format!("{pointer}: a private key is repeated back"));
         }
-        // A private key is never repeated back.
-        assert!(!error.to_string().contains("PRIVATE"), "{error}");
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert!(revisions(&app, &token).await.is_empty());
