@@ -11,54 +11,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::BACKEND;
+use super::proxy_settings_writes::{P, create, fixture, revisions, update};
 use crate::helpers::*;
-
-const P: &str = "p1";
-
-/// Project p1 in organization 1 (u1 admin, u2 member), p3 in 3 (u3 only).
-async fn fixture() -> (TestApp, String) {
-    let app = TestApp::spawn(BACKEND).await;
-    app.seed(vec![
-        org(1),
-        org(3),
-        user("u1", &[1]),
-        user("u2", &[1]),
-        user("u3", &[3]),
-        project(P, 1, 0),
-        project("p3", 3, 0),
-    ])
-    .await;
-    app.data
-        .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'u2'");
-    let token = app.token("u1").await;
-    (app, token)
-}
-
-/// createProjectProxySettings on `project`, `query` after `?` (or none).
-async fn create(
-    app: &TestApp,
-    token: &str,
-    project: &str,
-    query: &str,
-    headers: &[(&str, &str)],
-    body: &Value,
-) -> (u16, Value, Option<String>) {
-    let path = format!("/v1/projects/{project}/proxy-settings{query}");
-    send(app, Method::POST, &path, token, headers, Some(body)).await
-}
-
-/// updateProjectProxySettings on p1's `revision`.
-async fn update(
-    app: &TestApp,
-    token: &str,
-    revision: &str,
-    query: &str,
-    headers: &[(&str, &str)],
-    body: Value,
-) -> (u16, Value, Option<String>) {
-    let path = format!("/v1/projects/{P}/proxy-settings/{revision}{query}");
-    send(app, Method::POST, &path, token, headers, Some(&body)).await
-}
 
 const DRY: &str = "?dry_run=true";
 
@@ -84,23 +38,12 @@ fn good(certificate: &str) -> Value {
                {"path": "/", "backend_name": "v6"}]})
 }
 
-/// The listing, oldest first: (revision, is_active, description) of each.
-async fn revisions(app: &TestApp, token: &str) -> Vec<(u64, bool, String)> {
+/// p1's revisions as the listing gives them, oldest first.
+async fn listing(app: &TestApp, token: &str) -> Value {
     let path = format!("/v1/projects/{P}/proxy-settings?order_direction=ASC");
     let (status, listing) = app.get_json(&path, token).await;
     assert_eq!(status, 200, "{listing}");
-    listing["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["revision"].as_u64().unwrap(),
-                r["is_active"].as_bool().unwrap(),
-                r["description"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    listing["data"].clone()
 }
 
 /// Each rule on its own: one member broken, the 400 names it (and
@@ -346,10 +289,7 @@ async fn revisions_stored_before_the_checks_list_and_are_not_activated() {
     ])
     .await;
     let listed = revisions(&app, &token).await;
-    assert_eq!(
-        listed.iter().map(|r| (r.0, r.1)).collect::<Vec<_>>(),
-        [(1, false), (2, false), (3, true)]
-    );
+    assert_eq!(listed, [(1, false), (2, false), (3, true)]);
     let (_, listing) = app
         .get_json(&format!("/v1/projects/{P}/proxy-settings?limit=1"), &token)
         .await;
@@ -524,7 +464,7 @@ async fn a_dry_run_stores_nothing() {
     for _ in 0..2 {
         assert_eq!(create(&app, &token, P, "", &[], &body).await.0, 200);
     }
-    let listed = revisions(&app, &token).await;
+    let listed = listing(&app, &token).await;
     let audited = format!("{:?}", audit_of(&app, None).await);
     let (_, head) = app.get_json("/v1/changes", &token).await;
     let cursor = head["cursor"].as_str().unwrap().to_owned();
@@ -551,7 +491,7 @@ async fn a_dry_run_stores_nothing() {
         (400, vec!["Idempotency-Key".to_owned()])
     );
 
-    assert_eq!(revisions(&app, &token).await, listed);
+    assert_eq!(listing(&app, &token).await, listed);
     assert_eq!(format!("{:?}", audit_of(&app, None).await), audited);
     let (status, changes) = app
         .get_json(&format!("/v1/changes?after={cursor}"), &token)

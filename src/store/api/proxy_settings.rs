@@ -1,13 +1,15 @@
 //! A project's proxy settings: the page of its revisions, and
 //! createProjectProxySettings and updateProjectProxySettings
 //! (`management.md`). Each write takes the project's organization lock
-//! (`projects::lock_writable_project`), so that revision numbers and the
-//! one active revision are decided one write at a time, and records every
-//! revision it changes in the audit (object id `PROJECT/REVISION`).
+//! (`projects::writable_project`, then `writes::lock_organization`), so
+//! that revision numbers and the one active revision are decided one
+//! write at a time, and records every revision it changes in the audit
+//! (object id `PROJECT/REVISION`). Each has a dry run (`dry_run=true`):
+//! a read operation that takes the write's steps up to the storing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::projects::{lock_writable_project, writable_project};
+use super::projects::writable_project;
 use super::request::{ObjectAnswer, WriteRequest};
 use super::writes::{self, Change, Fed};
 use crate::domain::access::{self, Action, Facts};
@@ -188,7 +190,9 @@ async fn create(
 ) -> Result<ObjectAnswer, StoreError> {
     let now = Timestamp::now();
     transaction!(db, begin_write, {
-        lock_writable_project(db, request, Action::ChangeProjects, project_id, now).await?;
+        let organization =
+            writable_project(db, request, Action::ChangeProjects, project_id, now).await?;
+        writes::lock_organization(db, &organization).await?;
         // After the lock: a request with the same key that held it has
         // committed its answer by now.
         if let Some(answer) = writes::replay(db, request, project_id, now).await? {
@@ -311,7 +315,8 @@ async fn update(db: &mut dyn Db, update: &UpdateProxySettings) -> Result<ObjectA
     } = update;
     let now = Timestamp::now();
     transaction!(db, begin_write, {
-        lock_writable_project(db, request, update.action(), project_id, now).await?;
+        let organization = writable_project(db, request, update.action(), project_id, now).await?;
+        writes::lock_organization(db, &organization).await?;
         let planned = plan_update(db, update).await?;
         if let Some((previous, previous_version)) = &planned.deactivated {
             // The previous active revision goes first: the store keeps at
