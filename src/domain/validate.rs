@@ -115,10 +115,11 @@ pub fn ip_or_cidr(value: &str) -> bool {
 
 /// The largest program a regex member may compile to (the `regex`
 /// crate's size limit, 10 MiB by default): bounds the time and memory one
-/// check takes. At this limit a regex compiles in at most about 5 ms (a
-/// release build; `\w{10}`, Unicode-aware, takes 2.5 ms and passes,
-/// `\w{60}` does not), so a revision's 1,000 routes take at most about 5
-/// s, on a thread of the blocking pool (`http::body::off_the_runtime`).
+/// check takes. Near this limit a regex takes about 4 ms to compile (a
+/// release build on the 2-core VM; `\w{10}`, Unicode-aware, takes 2.5 ms
+/// and passes, `\w{60}` does not), so a revision's 1,000 routes take at
+/// most about 4 s, on a thread of the blocking pool for a request's body
+/// (`http::body::off_the_runtime`).
 pub const REGEX_SIZE_LIMIT: usize = 1024 * 1024;
 
 /// The rule of every regex member (a route's `path` with `regex`,
