@@ -27,12 +27,24 @@ NO_TOKEN_ID = "00000000-0000-7000-8000-00000000dead"
 #   backends[i].name, backends[i].default, routes[i].backend_name - a
 #                revision's backend names are unique, one backend at most is
 #                the default, and each route names one of the backends.
+#   routes[i].path, proxy_only_path_regex, override_cache[i].path,
+#   rate_limiting[i].conditions.path - a regex member compiles (the
+#                checks before activation, docs/management.md); a random
+#                string seldom does.
+#   routes[i].rank - route ranks are unique in a revision.
+#   backends[i].address, backends[i].ca_certificate - host:port with a
+#                valid host and a port up to 65535; PEM certificates.
+#   Idempotency-Key - not taken with dry_run=true (a dry run keeps nothing
+#                to replay), nor holding an API token's prefix.
 # Rules a schema can state are stated in the document instead (slugs,
-# header and cookie names, header values, country codes), so that fuzzers
-# and generated clients know them.
+# header and cookie names, header values, country, continent and region
+# codes), so that fuzzers and generated clients know them.
 BEYOND_THE_SCHEMA = re.compile(
     r"start_key|id|(trusted_ips|blocked_ips)\[\d+\]|external_project_url|expires_at"
-    r"|backends\[\d+\]\.(name|default)|routes\[\d+\]\.backend_name"
+    r"|backends\[\d+\]\.(name|default|address|ca_certificate)"
+    r"|routes\[\d+\]\.(backend_name|path|rank)"
+    r"|proxy_only_path_regex|override_cache\[\d+\]\.path|rate_limiting\[\d+\]\.conditions\.path"
+    r"|Idempotency-Key"
 )
 
 

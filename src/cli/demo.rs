@@ -219,7 +219,7 @@ fn demo_project(
 
 /// Revisions that differ as a project's do: a new origin address each
 /// time; from the second, an images backend and its route ahead of the
-/// others; from the third, the static backend over TLS and one more
+/// others (rank 0, ranks being unique in a revision); from the third, the static backend over TLS and one more
 /// country on the EU route (`proxy-settings diff acme-shop 1 3` shows each).
 fn demo_settings(project: &str, revision: u32, latest: u32) -> ProxySettings {
     let mut backends = vec![
@@ -247,7 +247,7 @@ fn demo_settings(project: &str, revision: u32, latest: u32) -> ProxySettings {
         routes.insert(
             0,
             json!({"path": "/images/", "regex": false, "backend_name": "images",
-                                "rank": "1", "continent": [], "region": [], "country": []}),
+                                "rank": "0", "continent": [], "region": [], "country": []}),
         );
     }
     serde_json::from_value(json!({
@@ -278,6 +278,12 @@ mod tests {
             let parsed =
                 crate::domain::import::parse_line(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
             assert_eq!(parsed, record);
+            // The API's checks too: every demo revision can be activated.
+            if let ImportRecord::ProxySettings(settings) = &record {
+                let written = serde_json::to_value(settings).unwrap();
+                let problems = crate::domain::proxy_settings::activation_problems(&written);
+                assert!(problems.is_empty(), "{line}: {problems:?}");
+            }
         }
     }
 }

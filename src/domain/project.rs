@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::time::Timestamp;
 use super::validate::{self, FieldError, each};
-use super::{ids, object_tag};
+use super::{geo, ids, object_tag};
 
 object_tag!(ProjectTag, "project");
 
@@ -392,6 +392,7 @@ impl ProjectChange {
         if members.contains_key("slug") {
             problems.extend(probe.check_slug().err());
         }
+        problems.extend(regex_problems(&members));
         if problems.is_empty() {
             Ok(Self { members })
         } else {
@@ -425,6 +426,53 @@ impl ProjectChange {
             .apply(&self.members)
             .expect("a checked change applies to any project");
     }
+}
+
+/// The API's rule for the project's regex members, on the members a body
+/// sets (a project stored before it keeps its regexes until a write sets
+/// the member): `proxy_only_path_regex`, and the `path` of a cache rule
+/// or of a rate-limiting rule's conditions whose `regex` is true, compile
+/// ([`validate::regex`]). Every member at fault is named. It reads the
+/// body as JSON, so that it also runs beside the schema's check (members
+/// of another shape are the schema's to report). Imports do not apply it.
+pub fn regex_problems(members: &Map<String, Value>) -> Vec<FieldError> {
+    let mut problems = Vec::new();
+    let mut check = |path: Option<&Value>, field: String| {
+        if let Some(path) = path.and_then(Value::as_str)
+            && let Err(problem) = validate::regex(path)
+        {
+            problems.push(problem.within(&field));
+        }
+    };
+    check(
+        members.get("proxy_only_path_regex"),
+        "proxy_only_path_regex".into(),
+    );
+    let rules = |name: &str| {
+        members
+            .get(name)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+    };
+    let is_regex =
+        |rule: Option<&Value>| rule.and_then(|r| r.get("regex")) == Some(&Value::Bool(true));
+    for (i, rule) in rules("override_cache") {
+        if is_regex(Some(rule)) {
+            check(rule.get("path"), format!("override_cache[{i}].path"));
+        }
+    }
+    for (i, rule) in rules("rate_limiting") {
+        let conditions = rule.get("conditions");
+        if is_regex(conditions) {
+            check(
+                conditions.and_then(|c| c.get("path")),
+                format!("rate_limiting[{i}].conditions.path"),
+            );
+        }
+    }
+    problems
 }
 
 /// The member a problem's field is in (`override_cache[0].ttl` is in
@@ -531,12 +579,10 @@ impl RateLimitRule {
         }
         if let Some(countries) = &self.conditions.country {
             each(countries, "country", |code| {
-                if validate::country_code(code) {
+                if geo::is_country(code) {
                     Ok(())
                 } else {
-                    Err(FieldError::value(
-                        "must be an upper-case ISO 3166-1 alpha-2 country code, such as FR",
-                    ))
+                    Err(FieldError::value(geo::COUNTRY_RULE))
                 }
             })
             .map_err(|e| e.within("conditions"))?;

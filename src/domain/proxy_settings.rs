@@ -2,16 +2,19 @@
 //! version of them. Revisions are numbered per project from 1 upwards; at
 //! most one per project is active.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
 
+use super::json_patch::{self, Operation};
 use super::validate::{self, FieldError, each};
-use super::{ids, object_tag};
+use super::{geo, ids, object_tag};
 
 object_tag!(ProxySettingsTag, "proxy_settings");
+object_tag!(DryRunTag, "proxy_settings_dry_run");
 
 /// Most backends of a revision.
 pub const MAX_BACKENDS: usize = 100;
@@ -196,6 +199,145 @@ impl ProxySettings {
     }
 }
 
+/// The checks a revision must pass to be created or activated through
+/// the API, beyond [`ProxySettings::validate`] (the rules imports apply
+/// too: these do not, so that an export holding revisions stored before
+/// them imports again). Each member at fault is named:
+///
+/// - a route's `path` compiles as a regex when its `regex` is true
+///   ([`validate::regex`]);
+/// - route ranks are unique in the revision (a route without `rank` has
+///   rank 0): each route whose rank an earlier route has is named;
+/// - a backend's `address` is host:port ([`validate::host_port`]);
+/// - a backend's `ca_certificate`, when given, is PEM holding certificates
+///   ([`validate::pem_certificates`]);
+/// - a route's `continent`, `country` and `region` hold codes of
+///   [`geo`]: `routes[2].country[0]`.
+///
+/// It reads the revision as JSON (a request body, or a stored revision
+/// written out), so that it also runs beside the schema's check of a body:
+/// members of another shape are the schema's to report and are passed
+/// over here.
+pub fn activation_problems(revision: &Value) -> Vec<FieldError> {
+    let mut problems = Vec::new();
+    for (i, backend) in items(revision.get("backends")) {
+        let member = |name: &str| backend.get(name).and_then(Value::as_str);
+        if let Some(address) = member("address")
+            && !validate::host_port(address)
+        {
+            problems.push(FieldError::new(
+                format!("backends[{i}].address"),
+                validate::HOST_PORT_RULE,
+            ));
+        }
+        if let Some(pem) = member("ca_certificate")
+            && let Err(problem) = validate::pem_certificates(pem)
+        {
+            problems.push(problem.within(&format!("backends[{i}].ca_certificate")));
+        }
+    }
+    let mut ranks: HashMap<i64, usize> = HashMap::new();
+    for (i, route) in items(revision.get("routes")) {
+        if route.get("regex") == Some(&Value::Bool(true))
+            && let Some(path) = route.get("path").and_then(Value::as_str)
+            && let Err(problem) = validate::regex(path)
+        {
+            problems.push(problem.within(&format!("routes[{i}].path")));
+        }
+        let rank = match route.get("rank") {
+            None => Some(0),
+            Some(rank) => RouteRank::deserialize(rank).ok().map(|rank| rank.0),
+        };
+        if let Some(rank) = rank {
+            if let Some(first) = ranks.get(&rank) {
+                problems.push(FieldError::new(
+                    format!("routes[{i}].rank"),
+                    format!(
+                        "must be unique among the routes of a revision: routes[{first}] has rank {rank} too (a route without rank has rank 0)"
+                    ),
+                ));
+            } else {
+                ranks.insert(rank, i);
+            }
+        }
+        for (member, valid, rule) in [
+            (
+                "continent",
+                geo::is_continent as fn(&str) -> bool,
+                geo::CONTINENT_RULE,
+            ),
+            ("region", geo::is_region, geo::REGION_RULE),
+            ("country", geo::is_country, geo::COUNTRY_RULE),
+        ] {
+            for (j, code) in items(route.get(member)) {
+                if code.as_str().is_some_and(|code| !valid(code)) {
+                    problems.push(FieldError::new(format!("routes[{i}].{member}[{j}]"), rule));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// The elements of an array member, with their index; none when it is
+/// absent or no array.
+fn items(list: Option<&Value>) -> impl Iterator<Item = (usize, &Value)> {
+    list.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+}
+
+/// What createProjectProxySettings and updateProjectProxySettings answer
+/// with `dry_run=true`: the revision as the write would store and answer
+/// it, the project's active revision now (none: `null`), and the change
+/// from that one to this one. Nothing of it is stored.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DryRun {
+    pub object: DryRunTag,
+    pub revision: ProxySettings,
+    pub active_revision: Option<u32>,
+    /// An RFC 6902 JSON Patch from the active revision's `description`,
+    /// `backends` and `routes` to this one's (from an empty revision,
+    /// `{"description": "", "backends": [], "routes": []}`, when none is
+    /// active).
+    pub diff: Vec<Operation>,
+}
+
+impl DryRun {
+    /// `revision` as the write would leave it; `active`, the project's
+    /// active revision now.
+    pub fn new(mut revision: ProxySettings, active: Option<&ProxySettings>) -> Self {
+        revision.project_id = None;
+        let empty = ProxySettings {
+            object: ProxySettingsTag::Tag,
+            project_id: None,
+            revision: 0,
+            description: String::new(),
+            is_active: false,
+            backends: Vec::new(),
+            routes: Vec::new(),
+        };
+        let diff = json_patch::diff(&compared(active.unwrap_or(&empty)), &compared(&revision));
+        Self {
+            object: DryRunTag::Tag,
+            active_revision: active.map(|active| active.revision),
+            revision,
+            diff,
+        }
+    }
+}
+
+/// What a dry run's diff compares of a revision: what it holds, not which
+/// one it is or whether it is active.
+fn compared(settings: &ProxySettings) -> Value {
+    serde_json::json!({
+        "description": settings.description,
+        "backends": settings.backends,
+        "routes": settings.routes,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +423,73 @@ mod tests {
             let err = parse(value).unwrap_err();
             assert!(err.starts_with(&format!("{field}: ")), "{field}: {err}");
         }
+    }
+
+    /// The checks before activation name every member at fault, in the
+    /// revision's order; the import's rules let the same revision in.
+    #[test]
+    fn activation_problems_name_every_member() {
+        let revision = json!({"revision": 1,
+            "backends": [{"name": "a", "address": "a.example", "ca_certificate": "x"},
+                         {"name": "b", "address": "[::1]:443"}],
+            "routes": [{"path": "(", "regex": true, "backend_name": "a", "rank": "3",
+                        "continent": ["EU", "XX"], "region": ["FR-IDF", "IDF"], "country": ["FR", "fr"]},
+                       {"path": "(", "backend_name": "b", "rank": 3},
+                       {"path": "/", "backend_name": "b"},
+                       {"path": "/x", "backend_name": "b", "rank": "-0"}]});
+        assert!(parse(revision.clone()).is_ok(), "the import takes it");
+        let named: Vec<String> = activation_problems(&revision)
+            .into_iter()
+            .map(|problem| problem.field)
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "backends[0].address",
+                "backends[0].ca_certificate",
+                "routes[0].path",
+                "routes[0].continent[1]",
+                "routes[0].region[1]",
+                "routes[0].country[1]",
+                "routes[1].rank",
+                "routes[3].rank",
+            ]
+        );
+        // Members of another shape are the schema's to name.
+        assert!(
+            activation_problems(&json!({"backends": [{"address": 3}], "routes": {"x": 1}}))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_dry_run_diffs_from_the_active_revision_or_from_nothing() {
+        let one = parse(
+            json!({"revision": 1, "is_active": true, "description": "one",
+            "backends": [backend("a")]}),
+        )
+        .unwrap();
+        let mut two = one.clone();
+        two.revision = 2;
+        two.is_active = false;
+        let first = serde_json::to_value(DryRun::new(one.clone(), None)).unwrap();
+        assert_eq!(first["object"], "proxy_settings_dry_run");
+        assert_eq!(first["active_revision"], serde_json::Value::Null);
+        assert_eq!(
+            first["diff"],
+            json!([
+                {"op": "add", "path": "/backends/0", "value": {"name": "a",
+                 "address": "origin.example.com:443", "enable_ssl": false, "default": false}},
+                {"op": "replace", "path": "/description", "value": "one"},
+            ])
+        );
+        // Which revision it is and whether it is active are not compared.
+        let same = serde_json::to_value(DryRun::new(two, Some(&one))).unwrap();
+        assert_eq!(
+            (&same["active_revision"], &same["diff"]),
+            (&json!(1), &json!([]))
+        );
+        assert_eq!(same["revision"]["revision"], 2);
     }
 
     #[test]

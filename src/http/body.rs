@@ -62,6 +62,19 @@ impl JsonBody {
     }
 }
 
+/// Runs a body's checks on a thread of the blocking pool, not on the
+/// runtime's workers: those that compile regexes (a revision's 1,000
+/// routes, a project's cache and rate-limiting rules) may take seconds
+/// (`domain::validate::REGEX_SIZE_LIMIT`), and the other requests go on
+/// meanwhile.
+pub async fn off_the_runtime<T: Send + 'static>(
+    checks: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(checks)
+        .await
+        .map_err(|_| ApiError::Internal)?
+}
+
 fn body_problem(message: &str) -> ApiError {
     ApiError::InvalidBody(vec![FieldError::new("body", message)])
 }

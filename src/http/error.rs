@@ -18,6 +18,13 @@ pub enum ApiError {
     InvalidParameter { param: String, rule: String },
     /// 400: a request body's members are wrong; every one is named.
     InvalidBody(Vec<crate::domain::FieldError>),
+    /// 400: the stored revision an activation names breaks checks made
+    /// after it was stored; every member at fault is named, by its path in
+    /// the revision.
+    StoredBeforeRules {
+        revision: u32,
+        problems: Vec<crate::domain::FieldError>,
+    },
     /// 400: a request header is wrong (`api-version`, `Idempotency-Key`...).
     InvalidHeader { header: &'static str, rule: String },
     /// 403: the caller may not do this.
@@ -75,9 +82,10 @@ impl ApiError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::InvalidParameter { .. } | Self::InvalidBody(_) | Self::InvalidHeader { .. } => {
-                StatusCode::BAD_REQUEST
-            }
+            Self::InvalidParameter { .. }
+            | Self::InvalidBody(_)
+            | Self::StoredBeforeRules { .. }
+            | Self::InvalidHeader { .. } => StatusCode::BAD_REQUEST,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
@@ -99,6 +107,7 @@ impl ApiError {
         match self {
             Self::InvalidParameter { .. }
             | Self::InvalidBody(_)
+            | Self::StoredBeforeRules { .. }
             | Self::InvalidHeader { .. }
             | Self::PayloadTooLarge
             | Self::UnsupportedMediaType
@@ -125,6 +134,15 @@ impl ApiError {
                     problems.len()
                 ),
             },
+            Self::StoredBeforeRules { revision, problems } => {
+                let broken = match problems.as_slice() {
+                    [one] => format!("{} {}", one.field, one.message),
+                    _ => format!("{} of its members break them; see params", problems.len()),
+                };
+                format!(
+                    "revision {revision} cannot be activated: it was stored before the checks it breaks (create a revision that passes them): {broken}"
+                )
+            }
             Self::InvalidHeader { header, rule } => format!("{header} {rule}"),
             Self::Unauthenticated(message) | Self::NotFound(message) | Self::Forbidden(message) => {
                 message.clone()
@@ -205,7 +223,7 @@ impl ApiError {
                 param: header,
                 message: rule,
             }]),
-            Self::InvalidBody(problems) => Some(
+            Self::InvalidBody(problems) | Self::StoredBeforeRules { problems, .. } => Some(
                 problems
                     .iter()
                     .map(|problem| ParamError {
@@ -298,6 +316,9 @@ impl From<StoreError> for ApiError {
                 code: None,
             },
             StoreError::Invalid(problem) => Self::InvalidBody(vec![problem]),
+            StoreError::StoredBeforeRules { revision, problems } => {
+                Self::StoredBeforeRules { revision, problems }
+            }
             StoreError::TokenRefused(state) => Self::Unauthenticated(state.refusal().into()),
             StoreError::Forbidden(message) => Self::Forbidden(message),
             StoreError::PreconditionFailed => Self::PreconditionFailed,

@@ -31,11 +31,13 @@ impl<'a> QueryParams<'a> {
                 return Err(match echoable(&name) {
                     Some(name) => ApiError::invalid(
                         name,
-                        format!("is not a parameter of this listing (it takes {takes})"),
+                        format!("is not a parameter of this operation (it takes {takes})"),
                     ),
                     None => ApiError::invalid(
                         "query",
-                        format!("holds a parameter this listing does not take (it takes {takes})"),
+                        format!(
+                            "holds a parameter this operation does not take (it takes {takes})"
+                        ),
                     ),
                 });
             };

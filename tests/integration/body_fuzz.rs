@@ -469,7 +469,7 @@ fn any_body_of_create_proxy_settings_is_created_or_refused_unchanged() {
                        "backends": [{"name": name, "address": "origin.example:443", "default": true},
                                     {"name": "static", "address": "static.example:443"}],
                        "routes": [{"path": "/assets", "backend_name": "static", "rank": rank.to_string()},
-                                  {"path": "/", "backend_name": name, "rank": rank}]})
+                                  {"path": "/", "backend_name": name, "rank": rank + 5}]})
                 })
                 .boxed()
         },

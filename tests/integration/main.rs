@@ -29,6 +29,7 @@ mod sqlite {
     mod project_writes;
     mod projects;
     mod proxy_settings;
+    mod proxy_settings_checks;
     mod proxy_settings_writes;
     mod request_values;
     mod store_contract;
@@ -55,6 +56,7 @@ mod postgres {
     mod project_writes;
     mod projects;
     mod proxy_settings;
+    mod proxy_settings_checks;
     mod proxy_settings_writes;
     mod request_values;
     mod store_contract;

@@ -235,6 +235,15 @@ impl Shapes {
     pub fn record(&mut self, contract: &Contract, pointer: &str, value: &Value) {
         let pointer = contract.resolve_pointer(pointer);
         let schema = contract.at(&pointer);
+        // One of several schemas: the one `value` is valid against.
+        if let Some(choices) = schema.get("oneOf").and_then(Value::as_array) {
+            let valid: Vec<String> = (0..choices.len())
+                .map(|i| format!("{pointer}/oneOf/{i}"))
+                .filter(|choice| contract.validator(choice).is_valid(value))
+                .collect();
+            assert_eq!(valid.len(), 1, "exactly one of {pointer} fits {value}");
+            return self.record(contract, &valid[0], value);
+        }
         if schema.get("enum").is_some()
             && let Some(text) = value.as_str()
         {

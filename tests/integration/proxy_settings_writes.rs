@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use super::BACKEND;
 use crate::helpers::*;
 
-const P: &str = "p1";
+pub(super) const P: &str = "p1";
 
 /// Project p1 in organization 1 (u1 admin, u2 member), p3 in 3 (u3 only).
-async fn fixture() -> (TestApp, String) {
+pub(super) async fn fixture() -> (TestApp, String) {
     let app = TestApp::spawn(BACKEND).await;
     app.seed(vec![
         org(1),
@@ -38,30 +38,35 @@ fn revision(description: &str) -> Value {
                       {"path": "/", "backend_name": "origin", "rank": 1}]})
 }
 
-async fn create(
+/// createProjectProxySettings on `project`, with `query` (`""`, or from
+/// `?`).
+pub(super) async fn create(
     app: &TestApp,
     token: &str,
     project: &str,
+    query: &str,
     headers: &[(&str, &str)],
     body: &Value,
 ) -> (u16, Value, Option<String>) {
-    let path = format!("/v1/projects/{project}/proxy-settings");
+    let path = format!("/v1/projects/{project}/proxy-settings{query}");
     send(app, Method::POST, &path, token, headers, Some(body)).await
 }
 
-async fn update(
+/// updateProjectProxySettings on p1's `revision`, with `query`.
+pub(super) async fn update(
     app: &TestApp,
     token: &str,
     revision: &str,
+    query: &str,
     headers: &[(&str, &str)],
     body: Value,
 ) -> (u16, Value, Option<String>) {
-    let path = format!("/v1/projects/{P}/proxy-settings/{revision}");
+    let path = format!("/v1/projects/{P}/proxy-settings/{revision}{query}");
     send(app, Method::POST, &path, token, headers, Some(&body)).await
 }
 
 /// The listing right now, oldest first: (revision, is_active) of each.
-async fn revisions(app: &TestApp, token: &str) -> Vec<(u64, bool)> {
+pub(super) async fn revisions(app: &TestApp, token: &str) -> Vec<(u64, bool)> {
     let (status, listing) = app
         .get_json(
             &format!("/v1/projects/{P}/proxy-settings?order_direction=ASC"),
@@ -86,7 +91,7 @@ async fn revisions(app: &TestApp, token: &str) -> Vec<(u64, bool)> {
 async fn revisions_are_numbered_and_the_first_is_active() {
     require!(BACKEND);
     let (app, token) = fixture().await;
-    let (status, first, tag) = create(&app, &token, P, &[], &revision("one")).await;
+    let (status, first, tag) = create(&app, &token, P, "", &[], &revision("one")).await;
     assert_eq!(status, 200, "{first}");
     assert_eq!(tag.as_deref(), Some("\"v1\""));
     assert_eq!(first["object"], "proxy_settings");
@@ -97,7 +102,7 @@ async fn revisions_are_numbered_and_the_first_is_active() {
     assert_eq!(first["routes"][1]["rank"], "1");
     assert_eq!(first["backends"][1]["default"], false);
     assert!(first.get("project_id").is_none());
-    let (_, second, _) = create(&app, &token, P, &[], &revision("two")).await;
+    let (_, second, _) = create(&app, &token, P, "", &[], &revision("two")).await;
     assert_eq!(
         (second["revision"].as_u64(), second["is_active"].as_bool()),
         (Some(2), Some(false))
@@ -110,7 +115,7 @@ async fn revisions_are_numbered_and_the_first_is_active() {
     assert_eq!(listing["data"][0], second);
     // After an imported revision 7, the next is 8.
     app.seed(vec![settings(P, 7, false)]).await;
-    let (_, eighth, _) = create(&app, &token, P, &[], &revision("eight")).await;
+    let (_, eighth, _) = create(&app, &token, P, "", &[], &revision("eight")).await;
     assert_eq!(eighth["revision"], 8);
 }
 
@@ -121,7 +126,7 @@ async fn bodies_follow_the_rules_of_a_revision() {
     let backend = |name: &str| json!({"name": name, "address": "a.example:443"});
     let many_backends: Vec<Value> = (0..101).map(|i| backend(&format!("b{i}"))).collect();
     let many_routes: Vec<Value> = (0..1001)
-        .map(|i| json!({"path": format!("/{i}"), "backend_name": "a"}))
+        .map(|i| json!({"path": format!("/{i}"), "backend_name": "a", "rank": i}))
         .collect();
     for (body, param) in [
         (json!({"backends": [backend("a")]}), "description"),
@@ -168,7 +173,7 @@ async fn bodies_follow_the_rules_of_a_revision() {
             "is_active",
         ),
     ] {
-        let (status, error, _) = create(&app, &token, P, &[], &body).await;
+        let (status, error, _) = create(&app, &token, P, "", &[], &body).await;
         assert_eq!(status, 400, "{param}: {error}");
         assert!(
             params(&error).contains(&param.to_owned()),
@@ -179,10 +184,10 @@ async fn bodies_follow_the_rules_of_a_revision() {
     assert!(revisions(&app, &token).await.is_empty());
     let most_backends: Vec<Value> = (0..100).map(|i| backend(&format!("b{i}"))).collect();
     let most_routes: Vec<Value> = (0..1000)
-        .map(|i| json!({"path": format!("/{i}"), "backend_name": "b0"}))
+        .map(|i| json!({"path": format!("/{i}"), "backend_name": "b0", "rank": i}))
         .collect();
     let body = json!({"description": "big", "backends": most_backends, "routes": most_routes});
-    assert_eq!(create(&app, &token, P, &[], &body).await.0, 200);
+    assert_eq!(create(&app, &token, P, "", &[], &body).await.0, 200);
 }
 
 #[tokio::test]
@@ -190,26 +195,34 @@ async fn roles_and_visibility_decide_who_writes() {
     require!(BACKEND);
     let (app, token) = fixture().await;
     let member = app.token("u2").await;
-    let (status, error, _) = create(&app, &member, P, &[], &revision("m")).await;
+    let (status, error, _) = create(&app, &member, P, "", &[], &revision("m")).await;
     assert_eq!(
         (status, error["error"]["type"].as_str()),
         (403, Some("forbidden_error"))
     );
-    assert_eq!(create(&app, &token, "p3", &[], &revision("x")).await.0, 404);
     assert_eq!(
-        create(&app, &token, "nope", &[], &revision("x")).await.0,
+        create(&app, &token, "p3", "", &[], &revision("x")).await.0,
         404
     );
-    assert_eq!(create(&app, &token, P, &[], &revision("one")).await.0, 200);
     assert_eq!(
-        update(&app, &member, "1", &[], json!({"description": "m"}))
+        create(&app, &token, "nope", "", &[], &revision("x"))
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        create(&app, &token, P, "", &[], &revision("one")).await.0,
+        200
+    );
+    assert_eq!(
+        update(&app, &member, "1", "", &[], json!({"description": "m"}))
             .await
             .0,
         403
     );
     let stranger = app.token("u3").await;
     assert_eq!(
-        update(&app, &stranger, "1", &[], json!({"description": "s"}))
+        update(&app, &stranger, "1", "", &[], json!({"description": "s"}))
             .await
             .0,
         404
@@ -218,7 +231,10 @@ async fn roles_and_visibility_decide_who_writes() {
     assert_eq!(revisions(&app, &member).await, [(1, true)]);
     app.data
         .execute("UPDATE memberships SET role = 'editor' WHERE user_id = 'u2'");
-    assert_eq!(create(&app, &member, P, &[], &revision("e")).await.0, 200);
+    assert_eq!(
+        create(&app, &member, P, "", &[], &revision("e")).await.0,
+        200
+    );
 }
 
 #[tokio::test]
@@ -226,9 +242,9 @@ async fn activation_moves_and_rolls_back_in_one_step() {
     require!(BACKEND);
     let (app, token) = fixture().await;
     for d in ["one", "two", "three"] {
-        create(&app, &token, P, &[], &revision(d)).await;
+        create(&app, &token, P, "", &[], &revision(d)).await;
     }
-    let (status, third, tag) = update(&app, &token, "3", &[], json!({"is_active": true})).await;
+    let (status, third, tag) = update(&app, &token, "3", "", &[], json!({"is_active": true})).await;
     assert_eq!(status, 200, "{third}");
     assert_eq!(third["is_active"], true);
     assert_eq!(tag.as_deref(), Some("\"v2\""));
@@ -237,14 +253,22 @@ async fn activation_moves_and_rolls_back_in_one_step() {
         [(1, false), (2, false), (3, true)]
     );
     // Roll back: activate an older revision.
-    let (_, first, _) = update(&app, &token, "1", &[], json!({"is_active": true})).await;
+    let (_, first, _) = update(&app, &token, "1", "", &[], json!({"is_active": true})).await;
     assert_eq!(first["is_active"], true);
     assert_eq!(
         revisions(&app, &token).await,
         [(1, true), (2, false), (3, false)]
     );
     // Only the description changes; backends and routes stay.
-    let (_, described, _) = update(&app, &token, "2", &[], json!({"description": "renamed"})).await;
+    let (_, described, _) = update(
+        &app,
+        &token,
+        "2",
+        "",
+        &[],
+        json!({"description": "renamed"}),
+    )
+    .await;
     assert_eq!(described["description"], "renamed");
     assert_eq!(
         described["backends"],
@@ -272,7 +296,7 @@ async fn activation_moves_and_rolls_back_in_one_step() {
     );
     assert_eq!(described["is_active"], false);
     // Deactivating the active one leaves none.
-    let (_, off, _) = update(&app, &token, "1", &[], json!({"is_active": false})).await;
+    let (_, off, _) = update(&app, &token, "1", "", &[], json!({"is_active": false})).await;
     assert_eq!(off["is_active"], false);
     assert_eq!(
         revisions(&app, &token).await,
@@ -285,7 +309,7 @@ async fn activation_moves_and_rolls_back_in_one_step() {
         json!({"is_active": "yes"}),
     ] {
         assert_eq!(
-            update(&app, &token, "2", &[], body.clone()).await.0,
+            update(&app, &token, "2", "", &[], body.clone()).await.0,
             400,
             "{body}"
         );
@@ -296,15 +320,15 @@ async fn activation_moves_and_rolls_back_in_one_step() {
 async fn revisions_in_paths_are_digits_and_if_match_guards_updates() {
     require!(BACKEND);
     let (app, token) = fixture().await;
-    create(&app, &token, P, &[], &revision("one")).await;
+    create(&app, &token, P, "", &[], &revision("one")).await;
     for bad in ["x", "-1", "1.0", "%201"] {
-        let (status, error, _) = update(&app, &token, bad, &[], json!({})).await;
+        let (status, error, _) = update(&app, &token, bad, "", &[], json!({})).await;
         assert_eq!(status, 400, "{bad}: {error}");
         assert_eq!(params(&error), ["revision"], "{bad}");
     }
     for unknown in ["0", "2", "99999999999999999999"] {
         assert_eq!(
-            update(&app, &token, unknown, &[], json!({})).await.0,
+            update(&app, &token, unknown, "", &[], json!({})).await.0,
             404,
             "{unknown}"
         );
@@ -313,6 +337,7 @@ async fn revisions_in_paths_are_digits_and_if_match_guards_updates() {
         &app,
         &token,
         "1",
+        "",
         &[("if-match", "\"v9\"")],
         json!({"description": "x"}),
     )
@@ -329,13 +354,14 @@ async fn revisions_in_paths_are_digits_and_if_match_guards_updates() {
         &app,
         &token,
         "1",
+        "",
         &[("if-match", "\"v1\"")],
         json!({"description": "x"}),
     )
     .await;
     assert_eq!((status, tag.as_deref()), (200, Some("\"v2\"")));
     assert_eq!(
-        update(&app, &token, "1", &[("if-match", "\"v1\"")], json!({}))
+        update(&app, &token, "1", "", &[("if-match", "\"v1\"")], json!({}))
             .await
             .0,
         412
@@ -344,9 +370,10 @@ async fn revisions_in_paths_are_digits_and_if_match_guards_updates() {
     // changes nothing does not.
     app.seed(vec![settings(P, 1, true)]).await;
     app.seed(vec![settings(P, 1, true)]).await;
-    let (status, _, _) = update(&app, &token, "1", &[("if-match", "\"v2\"")], json!({})).await;
+    let (status, _, _) = update(&app, &token, "1", "", &[("if-match", "\"v2\"")], json!({})).await;
     assert_eq!(status, 412);
-    let (status, _, tag) = update(&app, &token, "1", &[("if-match", "\"v3\"")], json!({})).await;
+    let (status, _, tag) =
+        update(&app, &token, "1", "", &[("if-match", "\"v3\"")], json!({})).await;
     assert_eq!((status, tag.as_deref()), (200, Some("\"v4\"")));
 }
 
@@ -355,15 +382,15 @@ async fn idempotency_keys_replay_a_created_revision() {
     require!(BACKEND);
     let (app, token) = fixture().await;
     let key = [("idempotency-key", "rev-1")];
-    let (status, first, _) = create(&app, &token, P, &key, &revision("one")).await;
+    let (status, first, _) = create(&app, &token, P, "", &key, &revision("one")).await;
     assert_eq!(status, 200);
-    let (status, again, tag) = create(&app, &token, P, &key, &revision("one")).await;
+    let (status, again, tag) = create(&app, &token, P, "", &key, &revision("one")).await;
     assert_eq!(
         (status, &again, tag.as_deref()),
         (200, &first, Some("\"v1\""))
     );
     assert_eq!(revisions(&app, &token).await, [(1, true)]);
-    let (status, error, _) = create(&app, &token, P, &key, &revision("other")).await;
+    let (status, error, _) = create(&app, &token, P, "", &key, &revision("other")).await;
     assert_eq!(
         (status, error["error"]["code"].as_str()),
         (409, Some("idempotency_key_reused"))
@@ -372,7 +399,8 @@ async fn idempotency_keys_replay_a_created_revision() {
     let key = [("idempotency-key", "rev-2")];
     let body = revision("two");
     let answers =
-        futures_util::future::join_all((0..4).map(|_| create(&app, &token, P, &key, &body))).await;
+        futures_util::future::join_all((0..4).map(|_| create(&app, &token, P, "", &key, &body)))
+            .await;
     assert!(
         answers
             .iter()
@@ -387,14 +415,14 @@ async fn racing_activations_leave_exactly_one_active_revision() {
     require!(BACKEND);
     let (app, token) = fixture().await;
     for d in ["a", "b", "c", "d", "e", "f"] {
-        create(&app, &token, P, &[], &revision(d)).await;
+        create(&app, &token, P, "", &[], &revision(d)).await;
     }
     for round in 0..3 {
         let racers = ["2", "3", "4", "5", "6"].map(|r| r.to_owned());
         let answers = futures_util::future::join_all(
             racers
                 .iter()
-                .map(|r| update(&app, &token, r, &[], json!({"is_active": true}))),
+                .map(|r| update(&app, &token, r, "", &[], json!({"is_active": true}))),
         )
         .await;
         assert!(
@@ -409,7 +437,7 @@ async fn racing_activations_leave_exactly_one_active_revision() {
             .collect();
         assert_eq!(active.len(), 1, "round {round}: {active:?}");
         // Put revision 1 back for the next round.
-        update(&app, &token, "1", &[], json!({"is_active": true})).await;
+        update(&app, &token, "1", "", &[], json!({"is_active": true})).await;
     }
 }
 
@@ -417,9 +445,9 @@ async fn racing_activations_leave_exactly_one_active_revision() {
 async fn proxy_settings_writes_are_audited() {
     require!(BACKEND);
     let (app, token) = fixture().await;
-    create(&app, &token, P, &[], &revision("one")).await;
-    create(&app, &token, P, &[], &revision("two")).await;
-    update(&app, &token, "2", &[], json!({"is_active": true})).await;
+    create(&app, &token, P, "", &[], &revision("one")).await;
+    create(&app, &token, P, "", &[], &revision("two")).await;
+    update(&app, &token, "2", "", &[], json!({"is_active": true})).await;
     let records = audit_of(&app, None).await;
     let seen: Vec<(&str, &str, Option<i64>, Option<i64>)> = records
         .iter()
@@ -503,9 +531,14 @@ async fn a_projects_audit_holds_its_revisions_writes() {
     require!(BACKEND);
     let (app, token) = fixture().await;
     app.seed(vec![project("p10", 1, 0)]).await;
-    assert_eq!(create(&app, &token, P, &[], &revision("one")).await.0, 200);
     assert_eq!(
-        create(&app, &token, "p10", &[], &revision("ten")).await.0,
+        create(&app, &token, P, "", &[], &revision("one")).await.0,
+        200
+    );
+    assert_eq!(
+        create(&app, &token, "p10", "", &[], &revision("ten"))
+            .await
+            .0,
         200
     );
     let description = json!({"description": "audited"});

@@ -15,7 +15,7 @@ use crate::domain::access::{self, Action, Facts, Refusal};
 use crate::domain::ids;
 use crate::domain::pagination::DEFAULT_LIMIT;
 use crate::domain::project::{self, ProjectChange};
-use crate::http::body::JsonBody;
+use crate::http::body::{JsonBody, off_the_runtime};
 use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::query::QueryParams;
@@ -73,10 +73,12 @@ async fn create(
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let digest = body.digest();
-    let members = body.checked("ProjectCreateInput", slug_problem)?;
-    let project = ProjectChange::check(members)
-        .map_err(ApiError::InvalidBody)?
-        .new_project(ids::new_id());
+    let change = off_the_runtime(move || {
+        let members = body.checked("ProjectCreateInput", rule_problems)?;
+        ProjectChange::check(members).map_err(ApiError::InvalidBody)
+    })
+    .await?;
+    let project = change.new_project(ids::new_id());
     let request = headers.write_request(&caller, "createProject", Some(digest));
     Ok(object_response(
         app.store.run(CreateProject { request, project }).await?,
@@ -106,16 +108,20 @@ async fn update(
     ProjectId(id): ProjectId,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
-    let mut members = body.checked("ProjectUpdateInput", slug_problem)?;
-    if let Some(sent) = members.remove("id")
-        && sent.as_str() != Some(id.as_str())
-    {
-        return Err(ApiError::InvalidBody(vec![FieldError::new(
-            "id",
-            "must be the project id of the path",
-        )]));
-    }
-    let change = ProjectChange::check(members).map_err(ApiError::InvalidBody)?;
+    let path_id = id.clone();
+    let change = off_the_runtime(move || {
+        let mut members = body.checked("ProjectUpdateInput", rule_problems)?;
+        if let Some(sent) = members.remove("id")
+            && sent.as_str() != Some(path_id.as_str())
+        {
+            return Err(ApiError::InvalidBody(vec![FieldError::new(
+                "id",
+                "must be the project id of the path",
+            )]));
+        }
+        ProjectChange::check(members).map_err(ApiError::InvalidBody)
+    })
+    .await?;
     let request = headers.write_request(&caller, "updateProject", None);
     Ok(object_response(
         app.store
@@ -140,13 +146,18 @@ async fn delete(
     ))
 }
 
-/// The slug's rule, beside the schema's checks (which do not read its
-/// pattern).
-fn slug_problem(body: &Value) -> Vec<FieldError> {
-    match body.get("slug").and_then(Value::as_str) {
+/// The slug's rule and the regex members' (`project::regex_problems`),
+/// beside the schema's checks (which do not read patterns), so that one
+/// 400 names them with the schema's problems.
+fn rule_problems(body: &Value) -> Vec<FieldError> {
+    let mut problems: Vec<FieldError> = match body.get("slug").and_then(Value::as_str) {
         Some(slug) => project::check_slug(slug).err().into_iter().collect(),
         None => Vec::new(),
+    };
+    if let Some(members) = body.as_object() {
+        problems.extend(project::regex_problems(members));
     }
+    problems
 }
 
 /// The project id of a path (`/v1/projects/{id}...`): 1 to 64 characters

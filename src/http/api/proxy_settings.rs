@@ -2,10 +2,14 @@
 //! createProjectProxySettings and updateProjectProxySettings
 //! (`interface.md`, `management.md`): a new revision is checked by the
 //! schema of the served document, then by the domain's rules
-//! (`ProxySettings::validate`, the same as the import's).
+//! (`ProxySettings::validate`, the same as the import's, and the checks
+//! before activation, `activation_problems`, the API's own). With
+//! `dry_run=true` either write answers what it would do and stores
+//! nothing (`docs/management.md`, "Dry runs").
 
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Map, Value};
@@ -13,17 +17,20 @@ use serde_json::{Map, Value};
 use super::projects::ProjectId;
 use crate::domain::FieldError;
 use crate::domain::pagination::DEFAULT_PROXY_SETTINGS_LIMIT;
-use crate::domain::proxy_settings::ProxySettings;
-use crate::http::body::JsonBody;
+use crate::domain::proxy_settings::{DryRun, ProxySettings, activation_problems};
+use crate::http::body::{JsonBody, off_the_runtime};
 use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::query::QueryParams;
-use crate::http::respond::{list_response, object_response};
+use crate::http::respond::{json_body, list_response, object_response};
 use crate::http::routes::authenticated;
 use crate::http::state::AppState;
 use crate::http::writes::OperationHeaders;
 use crate::store::StoreError;
-use crate::store::api::proxy_settings::{CreateProxySettings, SettingsChange, UpdateProxySettings};
+use crate::store::api::proxy_settings::{
+    CreateProxySettings, SettingsChange, TryCreateProxySettings, TryUpdateProxySettings,
+    UpdateProxySettings,
+};
 use crate::store::{Listing, ProxySettingsQuery};
 
 pub fn routes(state: &AppState) -> Router<AppState> {
@@ -63,33 +70,23 @@ async fn create(
     caller: Caller,
     headers: OperationHeaders,
     ProjectId(project_id): ProjectId,
+    RawQuery(query): RawQuery,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
+    let dry_run = dry_run(query.as_deref(), &headers)?;
     let digest = body.digest();
-    let mut members = body.checked("ProxySettingsCreateInput", |body| {
-        body.as_object().map(rank_problems).unwrap_or_default()
-    })?;
-    let problems = rank_problems(&members);
-    if !problems.is_empty() {
-        return Err(ApiError::InvalidBody(problems));
-    }
-    // A stand-in: the store numbers the revision.
-    members.insert("revision".into(), 1.into());
-    let settings: ProxySettings = serde_json::from_value(Value::Object(members))
-        .map_err(|e| ApiError::InvalidBody(vec![FieldError::new("body", e.to_string())]))?;
-    settings
-        .validate()
-        .map_err(|problem| ApiError::InvalidBody(vec![problem]))?;
+    let settings = off_the_runtime(move || new_revision(body)).await?;
     let request = headers.write_request(&caller, "createProjectProxySettings", Some(digest));
-    Ok(object_response(
-        app.store
-            .run(CreateProxySettings {
-                request,
-                project_id,
-                settings,
-            })
-            .await?,
-    ))
+    let create = CreateProxySettings {
+        request,
+        project_id,
+        settings,
+    };
+    if dry_run {
+        let answer = app.store.run(TryCreateProxySettings(create)).await?;
+        return Ok(dry_run_response(&answer));
+    }
+    Ok(object_response(app.store.run(create).await?))
 }
 
 async fn update(
@@ -98,9 +95,11 @@ async fn update(
     headers: OperationHeaders,
     ProjectId(project_id): ProjectId,
     Path((_, revision)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let revision = revision_number(&revision)?;
+    let dry_run = dry_run(query.as_deref(), &headers)?;
     let members = body.checked("ProxySettingsUpdateInput", |_| Vec::new())?;
     let change = SettingsChange {
         description: members
@@ -110,16 +109,71 @@ async fn update(
         is_active: members.get("is_active").and_then(Value::as_bool),
     };
     let request = headers.write_request(&caller, "updateProjectProxySettings", None);
-    Ok(object_response(
-        app.store
-            .run(UpdateProxySettings {
-                request,
-                project_id,
-                revision,
-                change,
-            })
-            .await?,
-    ))
+    let update = UpdateProxySettings {
+        request,
+        project_id,
+        revision,
+        change,
+    };
+    if dry_run {
+        let answer = app.store.run(TryUpdateProxySettings(update)).await?;
+        return Ok(dry_run_response(&answer));
+    }
+    Ok(object_response(app.store.run(update).await?))
+}
+
+/// A new revision's body checked: by its schema, then by the domain's
+/// rules, every member at fault named in one 400 (the import's rules'
+/// first problem, and all the checks before activation find).
+fn new_revision(body: JsonBody) -> Result<ProxySettings, ApiError> {
+    let members = body.checked("ProxySettingsCreateInput", |body| {
+        let mut problems = body.as_object().map(rank_problems).unwrap_or_default();
+        problems.extend(activation_problems(body));
+        problems
+    })?;
+    let problems = rank_problems(&members);
+    if !problems.is_empty() {
+        return Err(ApiError::InvalidBody(problems));
+    }
+    let mut body = Value::Object(members);
+    let mut problems = activation_problems(&body);
+    // A stand-in: the store numbers the revision.
+    body["revision"] = 1.into();
+    let settings: ProxySettings = serde_json::from_value(body)
+        .map_err(|e| ApiError::InvalidBody(vec![FieldError::new("body", e.to_string())]))?;
+    problems.splice(0..0, settings.validate().err());
+    if problems.is_empty() {
+        Ok(settings)
+    } else {
+        Err(ApiError::InvalidBody(problems))
+    }
+}
+
+/// The write's `dry_run` query parameter (its only one): `true` or
+/// `false`, `false` when absent; anything else, or another parameter, is
+/// a 400 naming it. A dry run takes no `Idempotency-Key` (400): it stores
+/// nothing a key could replay.
+fn dry_run(query: Option<&str>, headers: &OperationHeaders) -> Result<bool, ApiError> {
+    let params = QueryParams::parse(query, &["dry_run"])?;
+    let dry_run = match params.get("dry_run") {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => return Err(ApiError::invalid("dry_run", "must be true or false")),
+    };
+    if dry_run && headers.idempotency_key.is_some() {
+        return Err(ApiError::InvalidHeader {
+            header: "Idempotency-Key",
+            rule: "is not taken with dry_run=true: a dry run stores nothing to replay".into(),
+        });
+    }
+    Ok(dry_run)
+}
+
+/// A dry run's answer: 200 and the JSON, without an `ETag` (it is no
+/// stored object's version).
+fn dry_run_response(answer: &DryRun) -> Response {
+    let body = serde_json::to_vec(answer).expect("a dry run's answer serializes");
+    json_body(StatusCode::OK, body.into())
 }
 
 /// A path's `revision`: decimal digits (else 400); a number no revision

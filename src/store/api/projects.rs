@@ -361,7 +361,8 @@ async fn locked_project(
     id: &str,
     now: Timestamp,
 ) -> Result<(Project, i64), StoreError> {
-    let organization = lock_writable_project(db, request, Action::ChangeProjects, id, now).await?;
+    let organization = writable_project(db, request, Action::ChangeProjects, id, now).await?;
+    writes::lock_organization(db, &organization).await?;
     // Read again under the lock: a write that was under way is done now.
     let (body, version) = query_opt(
         db,
@@ -378,23 +379,21 @@ async fn locked_project(
     Ok((project, version))
 }
 
-/// Takes the lock of the organization of a project the caller may do
-/// `action` to (change it, or its proxy settings) and answers that
-/// organization: 401 for a token no longer good, 404 for a project unknown
-/// or invisible to the caller, 403 for a member ([`writes::authorize`]).
-pub(crate) async fn lock_writable_project(
+/// The organization of a project the caller may do `action` to: 401 for
+/// a token no longer good, 404 for a project unknown or invisible to the
+/// caller, 403 for a member ([`writes::authorize`]). A write then takes
+/// the organization's lock ([`writes::lock_organization`]); a dry run,
+/// which writes nothing, does not.
+pub(crate) async fn writable_project(
     db: &mut dyn Db,
     request: &WriteRequest,
     action: Action,
     id: &str,
     now: Timestamp,
 ) -> Result<String, StoreError> {
-    let target = Target::Project(id);
-    let organization = writes::authorize(db, request, action, target, now)
+    writes::authorize(db, request, action, Target::Project(id), now)
         .await?
-        .ok_or_else(no_project)?;
-    writes::lock_organization(db, &organization).await?;
-    Ok(organization)
+        .ok_or_else(no_project)
 }
 
 /// The organization number of a project the caller may read

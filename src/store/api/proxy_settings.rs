@@ -1,18 +1,20 @@
 //! A project's proxy settings: the page of its revisions, and
 //! createProjectProxySettings and updateProjectProxySettings
 //! (`management.md`). Each write takes the project's organization lock
-//! (`projects::lock_writable_project`), so that revision numbers and the
-//! one active revision are decided one write at a time, and records every
-//! revision it changes in the audit (object id `PROJECT/REVISION`).
+//! (`projects::writable_project`, then `writes::lock_organization`), so
+//! that revision numbers and the one active revision are decided one
+//! write at a time, and records every revision it changes in the audit
+//! (object id `PROJECT/REVISION`). Each has a dry run (`dry_run=true`):
+//! a read operation that takes the write's steps up to the storing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::projects::lock_writable_project;
+use super::projects::writable_project;
 use super::request::{ObjectAnswer, WriteRequest};
 use super::writes::{self, Change, Fed};
 use crate::domain::access::{self, Action, Facts};
 use crate::domain::change::ChangeKind;
-use crate::domain::proxy_settings::ProxySettings;
+use crate::domain::proxy_settings::{DryRun, ProxySettings, activation_problems};
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
 use crate::store::listing::ProxySettingsQuery;
@@ -188,38 +190,22 @@ async fn create(
 ) -> Result<ObjectAnswer, StoreError> {
     let now = Timestamp::now();
     transaction!(db, begin_write, {
-        lock_writable_project(db, request, Action::ChangeProjects, project_id, now).await?;
+        let organization =
+            writable_project(db, request, Action::ChangeProjects, project_id, now).await?;
+        writes::lock_organization(db, &organization).await?;
         // After the lock: a request with the same key that held it has
         // committed its answer by now.
         if let Some(answer) = writes::replay(db, request, project_id, now).await? {
             return Ok(answer);
         }
-        let highest = query_opt(
-            db,
-            "SELECT MAX(revision) FROM proxy_settings WHERE project_id = ?1",
-            &[Param::Text(project_id)],
-            |row| row.opt_int(0),
-        )
-        .await?
-        .flatten();
-        let revision = u32::try_from(highest.unwrap_or(0) + 1)
-            .map_err(|_| StoreError::Conflict("the project has no revision number left".into()))?;
-        let settings = ProxySettings {
-            project_id: None,
-            revision,
-            // A project's first revision is active, later ones wait for
-            // updateProjectProxySettings.
-            is_active: highest.is_none(),
-            ..settings.clone()
-        };
-        settings.validate().map_err(StoreError::Invalid)?;
+        let settings = numbered(db, project_id, settings).await?;
         let body = to_json(&settings)?;
         db.execute(
             "INSERT INTO proxy_settings (project_id, revision, is_active, body, version)
              VALUES (?1, ?2, ?3, ?4, 1)",
             &[
                 Param::Text(project_id),
-                Param::Int(revision.into()),
+                Param::Int(settings.revision.into()),
                 Param::Bool(settings.is_active),
                 Param::Text(&body),
             ],
@@ -229,7 +215,7 @@ async fn create(
         let fed = Fed {
             kind: ChangeKind::ProxySettingsCreated,
             project_id,
-            revision: Some(revision),
+            revision: Some(settings.revision),
         };
         let (object, object_id) = fed.audited_object();
         writes::record(
@@ -250,6 +236,66 @@ async fn create(
     })
 }
 
+/// createProjectProxySettings with `dry_run=true`: what
+/// [`CreateProxySettings`] would store, decided by the same steps up to
+/// the storing (the caller's rights, the numbering, the checks), in a
+/// read transaction: no lock, no revision, no audit record, no change
+/// for the feed, no idempotency key.
+#[derive(Clone, Debug)]
+pub struct TryCreateProxySettings(pub CreateProxySettings);
+
+operation!(TryCreateProxySettings => try_create, Read, "try_create_proxy_settings" -> DryRun);
+
+async fn try_create(
+    db: &mut dyn Db,
+    TryCreateProxySettings(CreateProxySettings {
+        request,
+        project_id,
+        settings,
+    }): &TryCreateProxySettings,
+) -> Result<DryRun, StoreError> {
+    let now = Timestamp::now();
+    transaction!(db, begin_read, {
+        writable_project(db, request, Action::ChangeProjects, project_id, now).await?;
+        let settings = numbered(db, project_id, settings).await?;
+        let active = active_revision(db, project_id).await?;
+        Ok(DryRun::new(
+            settings,
+            active.map(|(active, _)| active).as_ref(),
+        ))
+    })
+}
+
+/// The revision a create makes of `settings`: numbered after the
+/// project's highest revision, active when it is the project's first,
+/// checked again.
+async fn numbered(
+    db: &mut dyn Db,
+    project_id: &str,
+    settings: &ProxySettings,
+) -> Result<ProxySettings, StoreError> {
+    let highest = query_opt(
+        db,
+        "SELECT MAX(revision) FROM proxy_settings WHERE project_id = ?1",
+        &[Param::Text(project_id)],
+        |row| row.opt_int(0),
+    )
+    .await?
+    .flatten();
+    let revision = u32::try_from(highest.unwrap_or(0) + 1)
+        .map_err(|_| StoreError::Conflict("the project has no revision number left".into()))?;
+    let settings = ProxySettings {
+        project_id: None,
+        revision,
+        // A project's first revision is active, later ones wait for
+        // updateProjectProxySettings.
+        is_active: highest.is_none(),
+        ..settings.clone()
+    };
+    settings.validate().map_err(StoreError::Invalid)?;
+    Ok(settings)
+}
+
 /// updateProjectProxySettings: a revision's description and activity.
 #[derive(Clone, Debug)]
 pub struct UpdateProxySettings {
@@ -261,7 +307,96 @@ pub struct UpdateProxySettings {
 
 operation!(UpdateProxySettings => update, Write, "update_proxy_settings" -> ObjectAnswer);
 
-async fn update(
+async fn update(db: &mut dyn Db, update: &UpdateProxySettings) -> Result<ObjectAnswer, StoreError> {
+    let UpdateProxySettings {
+        request,
+        project_id,
+        ..
+    } = update;
+    let now = Timestamp::now();
+    transaction!(db, begin_write, {
+        let organization = writable_project(db, request, update.action(), project_id, now).await?;
+        writes::lock_organization(db, &organization).await?;
+        let planned = plan_update(db, update).await?;
+        if let Some((previous, previous_version)) = &planned.deactivated {
+            // The previous active revision goes first: the store keeps at
+            // most one active revision per project at every statement.
+            let kind = ChangeKind::ProxySettingsDeactivated;
+            save(
+                db,
+                request,
+                now,
+                project_id,
+                previous,
+                *previous_version,
+                kind,
+            )
+            .await?;
+        }
+        let (settings, version, kind) = (&planned.settings, planned.version, planned.kind);
+        save(db, request, now, project_id, settings, version, kind).await
+    })
+}
+
+/// updateProjectProxySettings with `dry_run=true`: what
+/// [`UpdateProxySettings`] would do, decided by the same steps up to the
+/// storing (the caller's rights, the revision, `If-Match`, the checks
+/// before activation), in a read transaction: nothing is locked, changed,
+/// audited or fed.
+#[derive(Clone, Debug)]
+pub struct TryUpdateProxySettings(pub UpdateProxySettings);
+
+operation!(TryUpdateProxySettings => try_update, Read, "try_update_proxy_settings" -> DryRun);
+
+async fn try_update(
+    db: &mut dyn Db,
+    TryUpdateProxySettings(update): &TryUpdateProxySettings,
+) -> Result<DryRun, StoreError> {
+    let now = Timestamp::now();
+    transaction!(db, begin_read, {
+        writable_project(
+            db,
+            &update.request,
+            update.action(),
+            &update.project_id,
+            now,
+        )
+        .await?;
+        let planned = plan_update(db, update).await?;
+        Ok(DryRun::new(planned.settings, planned.active.as_ref()))
+    })
+}
+
+impl UpdateProxySettings {
+    /// Which revision is active is what the edges serve: an action of its
+    /// own, whatever the description does.
+    fn action(&self) -> Action {
+        match self.change.is_active {
+            Some(_) => Action::ActivateRevision,
+            None => Action::ChangeProjects,
+        }
+    }
+}
+
+/// What an update does, decided on what is stored.
+struct PlannedUpdate {
+    /// The revision after the change, the version it changes from, and
+    /// how the feed tells the change.
+    settings: ProxySettings,
+    version: i64,
+    kind: ChangeKind,
+    /// The active revision the update deactivates (another one, made
+    /// inactive), with its version.
+    deactivated: Option<(ProxySettings, i64)>,
+    /// The project's active revision before the update.
+    active: Option<ProxySettings>,
+}
+
+/// The revision (404 when unknown), `If-Match` against its version (412),
+/// the checks before activation when the update activates it (400, naming
+/// the members of the stored revision at fault), and the active revision
+/// it deactivates.
+async fn plan_update(
     db: &mut dyn Db,
     UpdateProxySettings {
         request,
@@ -269,58 +404,62 @@ async fn update(
         revision,
         change,
     }: &UpdateProxySettings,
-) -> Result<ObjectAnswer, StoreError> {
-    let now = Timestamp::now();
-    transaction!(db, begin_write, {
-        // Which revision is active is what the edges serve: an action
-        // of its own, whatever the description does.
-        let action = match change.is_active {
-            Some(_) => Action::ActivateRevision,
-            None => Action::ChangeProjects,
-        };
-        lock_writable_project(db, request, action, project_id, now).await?;
-        let (mut settings, version) = stored(db, project_id, *revision)
-            .await?
-            .ok_or_else(no_revision)?;
-        writes::check_if_match(request, version)?;
-        if change.is_active == Some(true) && !settings.is_active {
-            // The previous active revision goes first: the store keeps at
-            // most one active revision per project at every statement.
-            let active = query_opt(
-                db,
-                "SELECT revision FROM proxy_settings WHERE project_id = ?1 AND is_active",
-                &[Param::Text(project_id)],
-                |row| row.int(0),
-            )
-            .await?;
-            if let Some(active) = active.and_then(|r| u32::try_from(r).ok()) {
-                let (mut previous, previous_version) = stored(db, project_id, active)
-                    .await?
-                    .ok_or_else(no_revision)?;
-                previous.is_active = false;
-                let kind = ChangeKind::ProxySettingsDeactivated;
-                save(
-                    db,
-                    request,
-                    now,
-                    project_id,
-                    &previous,
-                    previous_version,
-                    kind,
-                )
-                .await?;
-            }
+) -> Result<PlannedUpdate, StoreError> {
+    let (mut settings, version) = stored(db, project_id, *revision)
+        .await?
+        .ok_or_else(no_revision)?;
+    writes::check_if_match(request, version)?;
+    let activates = change.is_active == Some(true) && !settings.is_active;
+    if activates {
+        let problems = activation_problems(&serde_json::to_value(&settings).map_err(|e| {
+            StoreError::Internal(format!("cannot write revision {revision} as JSON: {e}"))
+        })?);
+        if !problems.is_empty() {
+            return Err(StoreError::StoredBeforeRules {
+                revision: *revision,
+                problems,
+            });
         }
-        let was_active = settings.is_active;
-        if let Some(description) = &change.description {
-            settings.description.clone_from(description);
+    }
+    let active = active_revision(db, project_id).await?;
+    let deactivated = match &active {
+        Some((previous, previous_version)) if activates => {
+            let previous = ProxySettings {
+                is_active: false,
+                ..previous.clone()
+            };
+            Some((previous, *previous_version))
         }
-        if let Some(is_active) = change.is_active {
-            settings.is_active = is_active;
-        }
-        let kind = ChangeKind::of_revision_activity(was_active, settings.is_active);
-        save(db, request, now, project_id, &settings, version, kind).await
+        _ => None,
+    };
+    let was_active = settings.is_active;
+    if let Some(description) = &change.description {
+        settings.description.clone_from(description);
+    }
+    if let Some(is_active) = change.is_active {
+        settings.is_active = is_active;
+    }
+    Ok(PlannedUpdate {
+        kind: ChangeKind::of_revision_activity(was_active, settings.is_active),
+        settings,
+        version,
+        deactivated,
+        active: active.map(|(active, _)| active),
     })
+}
+
+/// The project's active revision, with its version; none when no revision
+/// is active.
+async fn active_revision(
+    db: &mut dyn Db,
+    project_id: &str,
+) -> Result<Option<(ProxySettings, i64)>, StoreError> {
+    read_revision(
+        db,
+        "SELECT body, version FROM proxy_settings WHERE project_id = ?1 AND is_active",
+        &[Param::Text(project_id)],
+    )
+    .await
 }
 
 /// A revision as stored, with its version.
@@ -329,19 +468,25 @@ async fn stored(
     project_id: &str,
     revision: u32,
 ) -> Result<Option<(ProxySettings, i64)>, StoreError> {
-    let found = query_opt(
+    read_revision(
         db,
         "SELECT body, version FROM proxy_settings WHERE project_id = ?1 AND revision = ?2",
         &[Param::Text(project_id), Param::Int(revision.into())],
-        |row| Ok((row.text(0)?, row.int(1)?)),
     )
-    .await?;
+    .await
+}
+
+/// The revision `sql` reads (its body and version), if any.
+async fn read_revision(
+    db: &mut dyn Db,
+    sql: &str,
+    params: &[Param<'_>],
+) -> Result<Option<(ProxySettings, i64)>, StoreError> {
+    let found = query_opt(db, sql, params, |row| Ok((row.text(0)?, row.int(1)?))).await?;
     found
         .map(|(body, version)| {
             let settings = serde_json::from_str(&body).map_err(|e| {
-                StoreError::Internal(format!(
-                    "revision {revision} of {project_id} is stored unreadable: {e}"
-                ))
+                StoreError::Internal(format!("a revision is stored unreadable: {e}"))
             })?;
             Ok((settings, version))
         })

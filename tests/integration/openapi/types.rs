@@ -8,7 +8,7 @@ use proxydeck::domain::directory::{
 use proxydeck::domain::project::{
     Continent, HttpMethod, LogSeverity, Project, ProjectType, RateKey, RateWindow, SdkPosition,
 };
-use proxydeck::domain::proxy_settings::ProxySettings;
+use proxydeck::domain::proxy_settings::{DryRun, ProxySettings};
 use proxydeck::domain::time::Timestamp;
 
 use crate::openapi_contract::variants_of;
@@ -49,13 +49,29 @@ fn documented_members_are_the_ones_the_types_write() {
         };
         check("ApiToken", serde_json::to_value(&token).unwrap());
     }
-    for settings in rich_settings("p-full") {
-        let settings: ProxySettings = serde_json::from_value(settings).unwrap();
+    let revisions: Vec<ProxySettings> = rich_settings("p-full")
+        .into_iter()
+        .map(|settings| serde_json::from_value(settings).unwrap())
+        .collect();
+    for settings in &revisions {
         settings.validate().unwrap();
-        let mut written = serde_json::to_value(&settings).unwrap();
+        let mut written = serde_json::to_value(settings).unwrap();
         // Only the import format carries it; listings never do.
         written.as_object_mut().unwrap().remove("project_id");
         check("ProxySettings", written);
+    }
+    // Dry runs from no active revision, and from each revision to the
+    // other (every kind of patch operation).
+    for (revision, active) in [
+        (&revisions[0], None),
+        (&revisions[0], Some(&revisions[1])),
+        (&revisions[1], Some(&revisions[0])),
+    ] {
+        let dry_run = DryRun::new(revision.clone(), active);
+        check(
+            "ProxySettingsDryRun",
+            serde_json::to_value(&dry_run).unwrap(),
+        );
     }
     for kind in OrganizationType::ALL {
         let organization = OrganizationObject {

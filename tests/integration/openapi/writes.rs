@@ -7,8 +7,9 @@ use super::*;
 
 /// Real answers of createApiToken, getApiToken, deleteApiToken,
 /// createProjectProxySettings and updateProjectProxySettings, successes
-/// and errors, validate against what the document says of each, headers
-/// included.
+/// (dry runs included) and errors, validate against what the document
+/// says of each, headers included; the dry runs' answers show every
+/// member and value their schemas document.
 #[tokio::test]
 async fn token_and_proxy_settings_answers_validate() {
     let contract = contract();
@@ -18,6 +19,7 @@ async fn token_and_proxy_settings_answers_validate() {
         user("u1", &[1]),
         user("u2", &[1]),
         project("p1", 1, 0),
+        project("p2", 1, 0),
     ])
     .await;
     app.data
@@ -38,7 +40,8 @@ async fn token_and_proxy_settings_answers_validate() {
         let schema = contract.json_schema_of(&documented);
         contract.assert_valid(&schema, &answer.1, &what);
         shapes.borrow_mut().record(&contract, &schema, &answer.1);
-        if status == 200 {
+        // A dry run is no stored object: it has no version.
+        if status == 200 && answer.1["object"] != "proxy_settings_dry_run" {
             let tag = answer.2.expect("an ETag");
             contract.assert_header_valid(&format!("{documented}/headers/ETag"), &tag, &what);
         }
@@ -146,14 +149,85 @@ async fn token_and_proxy_settings_answers_validate() {
         404,
         send(&app, Method::POST, path, &token, &[], Some(&active)).await,
     );
+    // Dry runs: of a project's first revision (none active), of a
+    // revision that changes and adds to the active one, of one that
+    // removes from it, and of an activation.
+    let dry = "/v1/projects/p2/proxy-settings?dry_run=true";
+    check(
+        "post",
+        settings,
+        200,
+        send(&app, Method::POST, dry, &token, &[], Some(&revision)).await,
+    );
+    let mut more = revision.clone();
+    more["backends"][0]["address"] = json!("b.example:443");
+    more["routes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"path": "/b", "backend_name": "a", "rank": "2"}));
+    let mut fewer = revision.clone();
+    fewer["routes"] = json!([]);
+    let dry = "/v1/projects/p1/proxy-settings?dry_run=true";
+    for body in [more, fewer] {
+        check(
+            "post",
+            settings,
+            200,
+            send(&app, Method::POST, dry, &token, &[], Some(&body)).await,
+        );
+    }
+    assert_eq!(
+        send(
+            &app,
+            Method::POST,
+            "/v1/projects/p1/proxy-settings",
+            &token,
+            &[],
+            Some(&revision)
+        )
+        .await
+        .0,
+        200
+    );
+    let dry = "/v1/projects/p1/proxy-settings/2?dry_run=true";
+    check(
+        "post",
+        one_revision,
+        200,
+        send(&app, Method::POST, dry, &token, &[], Some(&active)).await,
+    );
+    // A revision stored before the checks before activation.
+    let mut old = crate::helpers::settings("p1", 3, false);
+    old["backends"][0]["address"] = json!("no port");
+    app.seed(vec![old]).await;
+    let path = "/v1/projects/p1/proxy-settings/3";
+    check(
+        "post",
+        one_revision,
+        400,
+        send(&app, Method::POST, path, &token, &[], Some(&active)).await,
+    );
     let shapes = shapes.into_inner();
     for reached in [
         "CreatedApiToken",
         "DeletedApiToken",
         "ApiToken",
         "ProxySettings",
+        "ProxySettingsDryRun",
+        "JsonPatchOperation",
     ] {
         let pointer = format!("/components/schemas/{reached}");
         assert!(shapes.objects().contains(pointer.as_str()), "{reached}");
     }
+    // Every member and value of the dry run's answer was written.
+    let differences: Vec<String> = shapes
+        .differences(&contract, &[])
+        .into_iter()
+        .filter(|difference| {
+            ["ProxySettingsDryRun", "JsonPatchOperation"]
+                .iter()
+                .any(|name| difference.starts_with(&format!("/components/schemas/{name}")))
+        })
+        .collect();
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
