@@ -235,7 +235,14 @@ async fn a_history_numbered_before_the_dialects_matched_is_renumbered_once() {
     postgres_admin(&sql_url, &renumber);
     let old_history = migration_history(&sql_url);
     let versions: Vec<i32> = old_history.iter().map(|row| row.0).collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 9, 10]);
+    // The files after the renumbered ones were recorded as they are.
+    let later: Vec<i32> = crate::migrations::files("postgres")
+        .iter()
+        .map(|file| file.version() as i32)
+        .filter(|version| *version > 8)
+        .collect();
+    let recorded: Vec<i32> = (1..=7).chain(later.iter().copied()).collect();
+    assert_eq!(versions, recorded);
     assert_eq!(old_history[3].1, "membership_roles");
 
     // Not the earlier history (a checksum of its own): refused, untouched.
@@ -267,7 +274,7 @@ async fn a_history_numbered_before_the_dialects_matched_is_renumbered_once() {
         let row = history.iter().find(|row| row.0 == version).unwrap();
         row.3.clone()
     };
-    for version in [1, 2, 3, 5, 6, 7, 8, 9, 10] {
+    for version in (1..=3).chain(5..=8).chain(later.iter().copied()) {
         let recorded_as = if (5..=8).contains(&version) {
             version - 1
         } else {
