@@ -238,7 +238,7 @@ async fn a_history_numbered_before_the_dialects_matched_is_renumbered_once() {
     // The files after the renumbered ones were recorded as they are.
     let later: Vec<i32> = crate::migrations::files("postgres")
         .iter()
-        .map(|file| file.version() as i32)
+        .map(|file| file.version())
         .filter(|version| *version > 8)
         .collect();
     let recorded: Vec<i32> = (1..=7).chain(later.iter().copied()).collect();

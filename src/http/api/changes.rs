@@ -95,7 +95,7 @@ async fn changes(
         Some(text) => parse_wait(text).ok_or_else(|| {
             ApiError::invalid(
                 "wait",
-                "must be a duration from 0s to 60s, such as 30s or 500ms",
+                "must be a duration from 0s to 60s, such as 30s or 500ms (no leading zero)",
             )
         })?,
     };
@@ -155,13 +155,18 @@ fn after(params: &QueryParams, headers: &HeaderMap) -> Result<Option<Cursor>, Ap
         .transpose()
 }
 
-/// `30s`, `500ms` or `0`: at most [`MAX_WAIT`].
+/// `30s`, `500ms` or `0` (seconds): decimal digits without leading
+/// zeros, at most [`MAX_WAIT`].
 fn parse_wait(text: &str) -> Option<Duration> {
     let (digits, unit) = match text.strip_suffix("ms") {
         Some(digits) => (digits, 1),
         None => (text.strip_suffix('s').unwrap_or(text), 1000),
     };
-    if digits.is_empty() || digits.len() > 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let canonical = !digits.is_empty()
+        && digits.len() <= 6
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if !canonical {
         return None;
     }
     let wait = Duration::from_millis(digits.parse::<u64>().ok()? * unit);
@@ -295,7 +300,10 @@ mod tests {
         assert_eq!(parse_wait("0"), Some(Duration::ZERO));
         assert_eq!(parse_wait("500ms"), Some(Duration::from_millis(500)));
         assert_eq!(parse_wait("60s"), Some(MAX_WAIT));
-        for bad in ["", "s", "ms", "61s", "-1s", "1.5s", "1m", "9999999s", " 1s"] {
+        assert_eq!(parse_wait("60000ms"), Some(MAX_WAIT));
+        for bad in [
+            "", "s", "ms", "61s", "-1s", "1.5s", "1m", "9999999s", " 1s", "030s", "00", "60001ms",
+        ] {
             assert_eq!(parse_wait(bad), None, "{bad}");
         }
     }
