@@ -646,6 +646,16 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
     section.replaceChildren(heading, h("p", { class: "empty", text: "No proxy settings revision yet." }));
     return;
   }
+  // Who runs which revision (the edges' reports): shown when there are
+  // any; a failure to read them leaves the timeline as it was.
+  let edges = [];
+  try {
+    const { body } = await api("GET", `/v1/projects/${encodeURIComponent(project.id)}/edges?limit=100`, { signal });
+    edges = body.data;
+  } catch (error) {
+    if (error.name === "AbortError") return;
+  }
+  const onRevision = (number) => edges.filter((edge) => edge.revision === number && !edge.stale);
   const items = revisions.map((revision) =>
     h(
       "li",
@@ -658,6 +668,11 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
       ),
       h("p", { text: revision.description || "(no description)" }),
       h("p", { class: "muted", text: `${revision.backends.length} backends, ${revision.routes.length} routes` }),
+      ...onRevision(revision.revision).map((edge) =>
+        edge.status === "failed"
+          ? h("p", { class: "edge failed", text: `Failed on ${edge.name}: ${edge.error}` })
+          : h("p", { class: "edge", text: `Running on ${edge.name}` }),
+      ),
       revision.is_active
         ? null
         : h("button", {
@@ -702,6 +717,7 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
   // left out instead.
   const parts = [
     heading,
+    edges.length ? h("p", { class: "edges-summary", text: edgesSummary(edges) }) : null,
     readOnly,
     status,
     compare,
@@ -709,6 +725,24 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
     more ? h("button", { type: "button", text: "Load older revisions", onclick: () => showRevisions(project, section, signal, revisions, more) }) : null,
   ];
   section.replaceChildren(...parts.filter((part) => part !== null));
+}
+
+/** "2 edges on revision 4, 1 on revision 3, 1 failed on 4: REASON, 1 stale"
+ * (the same words as `proxydeck proxy-settings edges`). */
+function edgesSummary(edges) {
+  const applied = new Map();
+  const parts = [];
+  let stale = 0;
+  for (const edge of edges) {
+    if (edge.stale) stale += 1;
+    else if (edge.status === "failed") parts.push(`1 failed on ${edge.revision}: ${edge.error}`);
+    else applied.set(edge.revision, (applied.get(edge.revision) || 0) + 1);
+  }
+  const counted = [...applied.entries()]
+    .sort((a, b) => b[0] - a[0])
+    .map(([revision, count], i) => `${count} ${i === 0 ? (count === 1 ? "edge " : "edges ") : ""}on revision ${revision}`);
+  if (stale) parts.push(`${stale} stale`);
+  return [...counted, ...parts].join(", ");
 }
 
 async function activate(project, revision, section, status, signal) {

@@ -295,10 +295,33 @@ async fn revisions_compare_side_by_side_and_only_editors_activate() {
         return;
     };
     browser.sign_in(&token).await;
+    // What the edges report: two run revision 3, one failed on 2.
+    for report in [
+        json!({"name": "edge-a", "revision": 3, "status": "applied"}),
+        json!({"name": "edge-b", "revision": 3, "status": "applied"}),
+        json!({"name": "edge-c", "revision": 2, "status": "failed", "error": "haproxy: no server"}),
+    ] {
+        let path = "/v1/projects/acme-shop/edges";
+        let (status, body) = api(&server, reqwest::Method::POST, path, &token, report).await;
+        assert_eq!(status, 200, "{body}");
+    }
 
     // The timeline: newest first, the active one marked in words.
     browser.visit("/console#/projects/acme-shop").await;
     browser.element("ol.timeline").await;
+    // Who runs which revision, in words, and on each revision.
+    assert_eq!(
+        browser.text("#revisions .edges-summary").await,
+        "2 edges on revision 3, 1 failed on 2: haproxy: no server"
+    );
+    assert_eq!(
+        browser.texts("li[data-revision='3'] .edge").await,
+        ["Running on edge-a", "Running on edge-b"]
+    );
+    assert_eq!(
+        browser.texts("li[data-revision='2'] .edge.failed").await,
+        ["Failed on edge-c: haproxy: no server"]
+    );
     assert_eq!(
         browser.texts("ol.timeline li .revision-head strong").await,
         ["Revision 3", "Revision 2", "Revision 1"]
