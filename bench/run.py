@@ -1491,8 +1491,9 @@ def memory_mib(pid, field):
     return float("nan")
 
 
-def feed_store(label, database, args, env, work):
-    """One store's feed run: its figures."""
+def feed_store(label, database, args, env, work, across=False):
+    """One store's feed run: its figures. `across`: the writes go through a
+    second instance on the same database, the followers stay on the first."""
     data_file = os.path.join(work, f"feed-{label}.ndjson")
     with open(data_file, "w") as out:
         for line in [
@@ -1517,19 +1518,29 @@ def feed_store(label, database, args, env, work):
         [PROXYDECK, "--database", database, "serve", "--listen", f"127.0.0.1:{port}",
          "--rate-limit", "1000000", "--max-connections", str(connections)],
         env=env, stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=raise_open_files)
+    writer = None
+    write_base = base
+    if across:
+        write_port = free_port()
+        write_base = f"http://127.0.0.1:{write_port}"
+        writer = subprocess.Popen(
+            [PROXYDECK, "--database", database, "serve", "--listen", f"127.0.0.1:{write_port}",
+             "--rate-limit", "1000000"],
+            env=env, stdout=subprocess.DEVNULL, stderr=stderr)
     follower = None
     try:
         deadline = time.monotonic() + 30
-        while fetch(f"{base}/v1/changes", token)[0] != 200:
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit(f"{label}: the server did not answer")
-            time.sleep(0.01)
+        for url in {base, write_base}:
+            while fetch(f"{url}/v1/changes", token)[0] != 200:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit(f"{label}: the server did not answer")
+                time.sleep(0.01)
         rss_before = memory_mib(server.pid, "VmRSS")
         log(f"{label}: opening {args.idle:,} idle and {args.active:,} active followers")
         follower = subprocess.Popen(
             [os.path.join(RELEASE, "examples", "feed_followers"), base, token, "?project_id=quiet",
              str(args.idle), f"?organization_id={FEED_ORG_BUSY}", str(args.active),
-             "/v1/projects/busy", str(args.writes)],
+             "/v1/projects/busy", str(args.writes), write_base],
             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             preexec_fn=raise_open_files)
         opened = json.loads(follower.stdout.readline() or "null") or {}
@@ -1548,8 +1559,10 @@ def feed_store(label, database, args, env, work):
         if follower is not None:
             follower.kill()
             follower.wait()
-        server.terminate()
-        server.wait(timeout=60)
+        for process in (server, writer):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=60)
         stderr.close()
     followers = args.idle + args.active
     return {
@@ -1581,6 +1594,10 @@ def run_feed(args):
             try:
                 url = postgres_urls(args.postgres, schema)["serve"]
                 runs.append(feed_store("PostgreSQL", url, args, env, work))
+                # The writes through a second instance: the followers' tail
+                # finds them by its poll.
+                runs.append(feed_store("PostgreSQL, writes via another instance", url, args, env, work,
+                                       across=True))
             finally:
                 run(["psql", args.postgres, "-qc", f"DROP SCHEMA IF EXISTS {schema} CASCADE"])
     print(f"\nThe change feed: {args.idle:,} idle followers (their scope sees no change) and "

@@ -4,7 +4,10 @@
 //! receive. Prints one JSON line: how many streams opened, and for each
 //! write how long after it was sent each active follower had it.
 //!
-//! cargo run --release --example feed_followers -- URL TOKEN IDLE_QUERY IDLE ACTIVE_QUERY ACTIVE WRITE_PATH WRITES
+//! cargo run --release --example feed_followers -- URL TOKEN IDLE_QUERY IDLE ACTIVE_QUERY ACTIVE WRITE_PATH WRITES [WRITE_URL]
+//!
+//! WRITE_URL: where the writes go (another instance on the same
+//! database), when not URL.
 //!
 //! Each stream is a raw HTTP/1.1 connection read line by line: the client
 //! costs little, so that the server's cost is what is measured. A change
@@ -68,7 +71,8 @@ async fn follow(
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let write_url = (args.len() == 9).then(|| args.remove(8));
     let [
         url,
         token,
@@ -81,9 +85,10 @@ async fn main() -> anyhow::Result<()> {
     ] = &args[..]
     else {
         anyhow::bail!(
-            "usage: feed_followers URL TOKEN IDLE_QUERY IDLE ACTIVE_QUERY ACTIVE WRITE_PATH WRITES"
+            "usage: feed_followers URL TOKEN IDLE_QUERY IDLE ACTIVE_QUERY ACTIVE WRITE_PATH WRITES [WRITE_URL]"
         );
     };
+    let write_url = write_url.unwrap_or_else(|| url.clone());
     let address = url
         .trim_start_matches("http://")
         .trim_end_matches('/')
@@ -143,7 +148,7 @@ async fn main() -> anyhow::Result<()> {
     for n in 0..writes {
         let at = Instant::now();
         let answer = client
-            .post(format!("{url}{write_path}"))
+            .post(format!("{write_url}{write_path}"))
             .bearer_auth(token)
             .json(&serde_json::json!({"description": format!("write {n}")}))
             .send()

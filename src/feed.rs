@@ -18,6 +18,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
@@ -58,6 +59,9 @@ impl Default for FeedOptions {
     }
 }
 
+/// The tail's position before it has one.
+const UNKNOWN: i64 = -1;
+
 /// How often the tail lets old changes go, and how many at a time.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 const PRUNE_AT_MOST: i64 = 10_000;
@@ -76,6 +80,9 @@ pub struct Feed {
     options: FeedOptions,
     clock: Clock,
     tailed: broadcast::Sender<Tailed>,
+    /// The tail's position ([`UNKNOWN`] until it has read the store's
+    /// head): every change after it will be handed out.
+    position: AtomicI64,
     /// `true` once the service stops: streams end.
     closed: watch::Sender<bool>,
 }
@@ -85,6 +92,7 @@ impl Feed {
         Self {
             store,
             tailed: broadcast::Sender::new(options.backlog.max(1)),
+            position: AtomicI64::new(UNKNOWN),
             options,
             clock,
             closed: watch::Sender::new(false),
@@ -112,6 +120,7 @@ impl Feed {
             let read = match &mut position {
                 None => self.head().await.map(|head| {
                     position = Some(head);
+                    self.position.store(head.0, Ordering::SeqCst);
                     // Followers that caught up from the store before the
                     // tail had a position may be past changes it will
                     // never hand out: they read the store again.
@@ -170,6 +179,11 @@ impl Feed {
                     limit: SCAN_LIMIT,
                 })
                 .await?;
+            // Told before the changes are handed out: a follower that
+            // starts at the new position (subscribed first) gets every
+            // change after it.
+            *position = read.through;
+            self.position.store(read.through.0, Ordering::SeqCst);
             if read.reset {
                 let _ = self.tailed.send(Tailed::Gap);
             }
@@ -177,7 +191,6 @@ impl Feed {
                 // No follower: nothing to hand to.
                 let _ = self.tailed.send(Tailed::Change(Arc::new(change)));
             }
-            *position = read.through;
             if !read.more {
                 return Ok(());
             }
@@ -229,8 +242,18 @@ impl Feed {
             closed: self.closed.subscribe(),
         };
         if after.is_none() {
-            let read = follower.read_store(None, 1).await?;
-            follower.cursor = read.through;
+            // From now: where the tail stands, when it stands somewhere
+            // and the scope needs no look-up (a project must be one the
+            // caller may read): a crowd of followers connecting at once
+            // costs the store nothing. Else the store's head.
+            let tail = self.position.load(Ordering::SeqCst);
+            follower.cursor = match tail {
+                UNKNOWN => follower.read_store(None, 1).await?.through,
+                _ if follower.scope.project_id.is_some() => {
+                    follower.read_store(None, 1).await?.through
+                }
+                tail => Cursor(tail),
+            };
             follower.behind = false;
         }
         Ok(follower)
@@ -247,7 +270,16 @@ impl Feed {
         wait: Duration,
     ) -> Result<ChangesRead, StoreError> {
         let mut follower = self.follow(scope, after).await?;
-        let first = follower.read_store(Some(follower.cursor), limit).await?;
+        let first = match after {
+            // From now: nothing yet, and where the feed stands.
+            None => ChangesRead {
+                changes: Vec::new(),
+                through: follower.cursor,
+                reset: false,
+                more: false,
+            },
+            Some(_) => follower.read_store(Some(follower.cursor), limit).await?,
+        };
         if !first.changes.is_empty() || first.reset || first.more || wait.is_zero() {
             return Ok(first);
         }
