@@ -11,7 +11,7 @@
 //! organization's lock, runs side by side.) SQLite's writes are one at a
 //! time already.
 
-use super::projects::{Deleted, readable_project};
+use super::readable::{Deleted, readable_project};
 use crate::domain::change::{Change, ChangeKind, ChangeTag, Cursor};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;

@@ -3,7 +3,7 @@
 //! Reporting needs only the right to read the project: an edge follows
 //! the project with a token that reads it.
 
-use super::projects::{Deleted, readable_project};
+use super::readable::{Deleted, readable_project};
 use crate::domain::edge::{Edge, EdgeReport, EdgeStatus, EdgeTag};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;

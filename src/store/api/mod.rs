@@ -10,6 +10,7 @@ pub mod directory;
 pub mod edges;
 pub mod projects;
 pub mod proxy_settings;
+mod readable;
 pub mod request;
 pub(crate) mod writes;
 

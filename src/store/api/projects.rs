@@ -396,42 +396,6 @@ pub(crate) async fn writable_project(
         .ok_or_else(no_project)
 }
 
-/// The organization number of a project the caller may read
-/// (`visible_to`; `None`: anyone), deleted or not as `deleted` says. The
-/// same answer for a project that does not exist and one the caller may
-/// not see.
-pub(crate) async fn readable_project(
-    db: &mut dyn Db,
-    visible_to: Option<&OrganizationSet>,
-    project_id: &str,
-    deleted: Deleted,
-) -> Result<i64, StoreError> {
-    let sql = match deleted {
-        Deleted::Included => "SELECT organization_number FROM projects WHERE id = ?1",
-        Deleted::Excluded => {
-            "SELECT organization_number FROM projects WHERE id = ?1 AND deleted_at IS NULL"
-        }
-    };
-    let number = query_opt(db, sql, &[Param::Text(project_id)], |row| row.int(0)).await?;
-    let visible = number.filter(|number| {
-        visible_to.is_none_or(|set| {
-            let standing = set.standing_toward_number(*number);
-            access::decide(Action::ReadProjects, Facts::live(standing)).is_ok()
-        })
-    });
-    visible.ok_or_else(|| StoreError::NotFound {
-        kind: "project",
-        id: project_id.to_owned(),
-    })
-}
-
-/// Whether [`readable_project`] finds deleted projects.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Deleted {
-    Included,
-    Excluded,
-}
-
 /// 409 when another project of the organization has the slug.
 async fn refuse_taken_slug(db: &mut dyn Db, project: &Project) -> Result<(), StoreError> {
     if exists(
