@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::object_tag;
 use super::time::Timestamp;
+use super::token;
 use super::validate::FieldError;
 
 object_tag!(EdgeTag, "edge");
@@ -81,6 +82,11 @@ impl EdgeReport {
                 FieldError::new("error", "must say why the revision could not be applied"),
             ),
             (EdgeStatus::Failed, Some(error)) => {
+                // Shown to every reader of the project: an API token an
+                // edge's tool printed by mistake is not kept.
+                if let std::borrow::Cow::Owned(redacted) = token::redact(error) {
+                    *error = redacted;
+                }
                 let count = error.chars().count();
                 if count > MAX_ERROR_CHARS {
                     *error = error.chars().skip(count - MAX_ERROR_CHARS).collect();
@@ -153,6 +159,14 @@ mod tests {
             .collect();
         assert_eq!(fields, ["name", "revision", "error"]);
         assert!(report(EdgeStatus::Applied, Some("x")).check().is_err());
+        let secret = token::generate();
+        let told = report(
+            EdgeStatus::Failed,
+            Some(&format!("curl -H 'Bearer {secret}' failed")),
+        );
+        let kept = told.check().unwrap().error.unwrap();
+        assert!(!kept.contains(&secret), "{kept}");
+        assert!(kept.contains(token::REDACTED), "{kept}");
         let long = "x".repeat(MAX_ERROR_CHARS) + "the end";
         let kept = report(EdgeStatus::Failed, Some(&long)).check().unwrap();
         assert!(kept.error.unwrap().ends_with("the end"));
