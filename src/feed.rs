@@ -271,13 +271,15 @@ impl Feed {
     ) -> Result<ChangesRead, StoreError> {
         let mut follower = self.follow(scope, after).await?;
         let first = match after {
-            // From now: nothing yet, and where the feed stands.
-            None => ChangesRead {
-                changes: Vec::new(),
-                through: follower.cursor,
-                reset: false,
-                more: false,
-            },
+            // From now: nothing yet, and where the store stands (exact, not
+            // the tail's position, which may trail it: a client asks this
+            // before it lists). Changes up to there come by the channel too,
+            // and are skipped.
+            None => {
+                let head = follower.read_store(None, 1).await?;
+                follower.cursor = head.through;
+                head
+            }
             Some(_) => follower.read_store(Some(follower.cursor), limit).await?,
         };
         if !first.changes.is_empty() || first.reset || first.more || wait.is_zero() {

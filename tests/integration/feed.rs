@@ -443,7 +443,7 @@ async fn a_quiet_stream_beats_and_ends_when_the_service_stops() {
     options.feed.heartbeat = Duration::from_millis(100);
     let (app, u1, _) = fixture_with(options).await;
     let start = head(&app, &u1).await;
-    let mut stream = EventStream::open(&app, "", &u1, None).await;
+    let mut stream = EventStream::open(&app, &format!("?after={start}"), &u1, None).await;
     assert!(stream.next().await.unwrap().retry.is_some());
     let beat = stream.next().await.unwrap();
     assert_eq!(beat.event, "heartbeat");
