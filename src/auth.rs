@@ -250,8 +250,12 @@ impl Authenticator {
                 _ = ticker.tick() => {}
                 () = &mut shutdown => break,
             }
-            if let Err(error) = self.flush_usage().await {
-                tracing::warn!(%error, "could not record token use; will retry");
+            match self.flush_usage().await {
+                Ok(()) => {}
+                Err(error) if error.is_outage() => {
+                    tracing::debug!(%error, "token use waits for the store")
+                }
+                Err(error) => tracing::warn!(%error, "could not record token use; will retry"),
             }
         }
         if let Err(error) = self.flush_usage().await {

@@ -137,8 +137,7 @@ impl Feed {
                 }
                 Err(error) if !failing => {
                     failing = true;
-                    if let StoreError::Unavailable(_) | StoreError::Down = error {
-                        // The store tells of its outage itself.
+                    if error.is_outage() {
                         tracing::debug!(%error, "the change feed waits for the store");
                     } else {
                         tracing::warn!(%error, "the change feed cannot read the store; trying again");
@@ -215,6 +214,9 @@ impl Feed {
                 changes = gone,
                 "let go of changes past the feed's retention"
             ),
+            Err(error) if error.is_outage() => {
+                tracing::debug!(%error, "the change feed waits for the store to let old changes go")
+            }
             Err(error) => tracing::warn!(%error, "the change feed cannot let old changes go"),
         }
     }

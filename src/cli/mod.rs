@@ -36,7 +36,7 @@ use crate::http::RequestLimits;
 use crate::http::transport::server::ServerOptions;
 use crate::rate_limit::redis::RedisUrl;
 use crate::rate_limit::{self, Policy, RateLimitOptions};
-use crate::store::{self, Caches, DatabaseUrl, StoreOptions};
+use crate::store::{self, Caches, DatabaseUrl, Pooler, StoreOptions};
 use crate::telemetry::{self, LogFormat, LogGuard, LogLevel, LogWriter, Logging};
 use config::{Failure, Parsed};
 use duration::parse_duration;
@@ -210,6 +210,37 @@ struct StoreArgs {
     /// How long a query may wait for the store before failing with 503.
     #[arg(long, global = true, env = "PROXYDECK_DB_TIMEOUT", default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
     db_timeout: Duration,
+    /// How --database reaches PostgreSQL: `direct`, or `transaction`
+    /// through a transaction pooler (pgbouncer's pool_mode = transaction):
+    /// then no session options and no named prepared statements, and the
+    /// migrations go through --database-direct-url.
+    #[arg(
+        long,
+        global = true,
+        env = "PROXYDECK_DATABASE_POOLER",
+        value_enum,
+        default_value_t = PoolerMode::Direct,
+        value_name = "MODE"
+    )]
+    database_pooler: PoolerMode,
+    /// With --database-pooler transaction: a URL that reaches PostgreSQL
+    /// directly, for what needs a session of its own (the migrations,
+    /// under their advisory lock). --database-password-file applies to it
+    /// too.
+    #[arg(
+        long,
+        global = true,
+        env = "PROXYDECK_DATABASE_DIRECT_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    database_direct_url: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PoolerMode {
+    Direct,
+    Transaction,
 }
 
 #[derive(Args)]
@@ -550,13 +581,16 @@ fn url_with_password_file(
         .map_err(|why| effective.refuse(setting, format!("--{setting}: {why}")))
 }
 
-async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
-    // Only the commands that open the store (and `config check`) read
-    // the database's settings: a client is not refused for them.
-    let database = || -> anyhow::Result<DatabaseUrl> {
-        let database =
-            DatabaseUrl::parse(&cli.database).map_err(|why| effective.refuse("database", why))?;
-        Ok(match (database, cli.database_password_file.as_deref()) {
+/// The database the settings name, and how its URL reaches it.
+fn database_settings(
+    database: &str,
+    password_file: Option<&Path>,
+    store: &StoreArgs,
+    effective: &config::Effective,
+) -> anyhow::Result<(DatabaseUrl, Pooler)> {
+    let database = DatabaseUrl::parse(database).map_err(|why| effective.refuse("database", why))?;
+    let database =
+        match (database, password_file) {
             (DatabaseUrl::Postgres(url), Some(file)) => DatabaseUrl::Postgres(
                 url_with_password_file(&url, Some(file), "database-password-file", effective)?,
             ),
@@ -567,7 +601,52 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
                 ));
             }
             (database, None) => database,
-        })
+        };
+    let direct_url = store.database_direct_url.as_deref();
+    let pooler = match (store.database_pooler, direct_url, &database) {
+        (PoolerMode::Direct, None, _) => Pooler::Direct,
+        (PoolerMode::Direct, Some(_), _) => {
+            return Err(effective.refuse(
+                "database-direct-url",
+                "--database-direct-url: only with --database-pooler transaction",
+            ));
+        }
+        (PoolerMode::Transaction, _, DatabaseUrl::Sqlite(_)) => {
+            return Err(effective.refuse(
+                "database-pooler",
+                "--database-pooler: only a postgres:// database is reached through a pooler",
+            ));
+        }
+        (PoolerMode::Transaction, None, _) => {
+            return Err(effective.refuse(
+                "database-pooler",
+                "--database-pooler transaction needs --database-direct-url: the migrations \
+                 take a session lock that a transaction pooler cannot keep",
+            ));
+        }
+        (PoolerMode::Transaction, Some(url), _) => {
+            let refuse = |why| effective.refuse("database-direct-url", why);
+            let DatabaseUrl::Postgres(url) = DatabaseUrl::parse(url)
+                .map_err(|why| refuse(format!("--database-direct-url: {why}")))?
+            else {
+                return Err(refuse(
+                    "--database-direct-url: write a postgres:// URL".to_owned(),
+                ));
+            };
+            let direct_url =
+                url_with_password_file(&url, password_file, "database-password-file", effective)?;
+            Pooler::Transaction { direct_url }
+        }
+    };
+    Ok((database, pooler))
+}
+
+async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
+    // Only the commands that open the store (and `config check`) read
+    // the database's settings: a client is not refused for them.
+    let database = || {
+        let password_file = cli.database_password_file.as_deref();
+        database_settings(&cli.database, password_file, &cli.store, effective)
     };
     let out = Output {
         json: cli.json.is_some(),
@@ -581,30 +660,50 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
         Command::Serve(args) => {
             let options = args.options(effective)?;
             let shutdown = shutdown_signal()?;
+            let (database, pooler) = database()?;
             let store_options = StoreOptions {
                 caches: args.caches,
+                pooler,
                 ..store_options
             };
-            let store = store::open(&database()?, &store_options).await?;
+            let store = store::open(&database, &store_options).await?;
             let service = Service::bind(Arc::new(store), options).await?;
             service.run(shutdown).await;
             Ok(())
         }
         Command::Demo(args) => {
+            let (database, pooler) = database()?;
             let store_options = StoreOptions {
                 caches: args.caches,
+                pooler,
                 ..store_options
             };
-            demo::run(&database()?, &store_options, args.options(effective)?, &out).await
+            demo::run(&database, &store_options, args.options(effective)?, &out).await
         }
         Command::Migrate => {
-            store::open(&database()?, &store_options).await?;
+            let (database, pooler) = database()?;
+            store::open(
+                &database,
+                &StoreOptions {
+                    pooler,
+                    ..store_options
+                },
+            )
+            .await?;
             out.print(&serde_json::json!({"migrated": true}), || {
                 "the schema is up to date".into()
             })
         }
         Command::Admin { command } => {
-            let store = store::open(&database()?, &store_options).await?;
+            let (database, pooler) = database()?;
+            let store = store::open(
+                &database,
+                &StoreOptions {
+                    pooler,
+                    ..store_options
+                },
+            )
+            .await?;
             admin::run(command, Arc::new(store), &out).await
         }
         Command::Projects { command } => client::projects(command).await,

@@ -66,6 +66,12 @@ impl StoreError {
             other => other,
         }
     }
+
+    /// The store is down or not answering: `outage` logs that once, so a
+    /// background task that meets it says nothing more above debug.
+    pub(crate) fn is_outage(&self) -> bool {
+        matches!(self, Self::Unavailable(_) | Self::Down)
+    }
 }
 
 impl StoreError {

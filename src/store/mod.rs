@@ -42,7 +42,7 @@ pub use listing::{
     ApiTokensQuery, Listing, ListingKey, OrganizationsQuery, ProjectsQuery, ProxySettingsQuery,
 };
 pub use operation::Operation;
-pub use options::{Caches, StoreOptions};
+pub use options::{Caches, Pooler, StoreOptions};
 pub use page::{JsonPage, JsonPageWriter};
 pub use postgres::{PostgresSettings, SslMode};
 pub use sqlite::FILE_CHECK_INTERVAL;

@@ -17,6 +17,39 @@ pub struct StoreOptions {
     pub caches: Caches,
     /// Where the store's file checks read the time (tests move their own).
     pub clock: Clock,
+    /// PostgreSQL: how the database URL reaches the server.
+    pub pooler: Pooler,
+}
+
+/// How the PostgreSQL URL reaches the server (`--database-pooler`).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum Pooler {
+    /// Straight to PostgreSQL (or through a session pooler): sessions
+    /// keep their settings and prepared statements.
+    #[default]
+    Direct,
+    /// Through a transaction pooler (pgbouncer's `pool_mode =
+    /// transaction`), which hands each transaction to whichever server
+    /// connection is free: no session settings, no named prepared
+    /// statements. What needs a session of its own (the migrations, under
+    /// their advisory lock) goes to `direct_url`.
+    Transaction { direct_url: String },
+}
+
+// The direct URL may hold a password.
+impl std::fmt::Debug for Pooler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Direct => f.write_str("Direct"),
+            Self::Transaction { direct_url } => f
+                .debug_struct("Transaction")
+                .field(
+                    "direct_url",
+                    &crate::domain::url_password::masked(direct_url),
+                )
+                .finish(),
+        }
+    }
 }
 
 impl Default for StoreOptions {
@@ -26,6 +59,7 @@ impl Default for StoreOptions {
             timeout: Duration::from_secs(2),
             caches: Caches::ALL,
             clock: Clock::system(),
+            pooler: Pooler::Direct,
         }
     }
 }

@@ -257,10 +257,18 @@ impl Sandbox {
         }
     }
 
+    /// The command line's arguments for this folder's database.
+    pub(crate) fn database_args(&self) -> Vec<String> {
+        match &self.postgres {
+            Some(schema) => schema.database_args(),
+            None => vec!["--database".to_owned(), self.db_url()],
+        }
+    }
+
     /// The binary in this folder, on this folder's database.
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = proxydeck(self.path());
-        command.args(args).arg("--database").arg(self.db_url());
+        command.args(args).args(self.database_args());
         command
     }
 

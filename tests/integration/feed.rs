@@ -78,6 +78,13 @@ async fn describe(app: &TestApp, token: &str, project: &str, description: &str) 
     .await;
 }
 
+/// Creates a revision of `project` described so.
+async fn create_revision(app: &TestApp, token: &str, project: &str, description: &str) {
+    let path = format!("/v1/projects/{project}/proxy-settings");
+    let body = revision_body(description);
+    write(app, token, Method::POST, &path, Some(body)).await;
+}
+
 /// (type, project, revision, version) of each change.
 fn summary(changes: &[Value]) -> Vec<(String, String, Option<u64>, u64)> {
     changes
@@ -91,6 +98,29 @@ fn summary(changes: &[Value]) -> Vec<(String, String, Option<u64>, u64)> {
             )
         })
         .collect()
+}
+
+/// The audit's writes (but the tokens'), oldest first, are `changes`, by
+/// object and version.
+async fn assert_changes_are_the_audits_writes(app: &TestApp, changes: &[Value]) {
+    let mut audit = audit_of(app, None).await;
+    audit.reverse();
+    let audited: Vec<(String, i64)> = audit
+        .iter()
+        .filter(|record| record.object != "api_token")
+        .map(|record| (record.object_id.clone(), record.version_after.unwrap()))
+        .collect();
+    let changed: Vec<(String, i64)> = changes
+        .iter()
+        .map(|c| {
+            let id = match c["revision"].as_u64() {
+                Some(revision) => format!("{}/{revision}", c["project_id"].as_str().unwrap()),
+                None => c["project_id"].as_str().unwrap().to_owned(),
+            };
+            (id, c["version"].as_i64().unwrap())
+        })
+        .collect();
+    assert_eq!(changed, audited);
 }
 
 #[tokio::test]
@@ -109,22 +139,8 @@ async fn a_follower_receives_the_audits_writes_in_order() {
     let fresh = created["id"].as_str().unwrap().to_owned();
     describe(&app, &u1, "p1", "one").await;
     let revisions = "/v1/projects/p1/proxy-settings";
-    write(
-        &app,
-        &u1,
-        Method::POST,
-        revisions,
-        Some(revision_body("r1")),
-    )
-    .await;
-    write(
-        &app,
-        &u1,
-        Method::POST,
-        revisions,
-        Some(revision_body("r2")),
-    )
-    .await;
+    create_revision(&app, &u1, "p1", "r1").await;
+    create_revision(&app, &u1, "p1", "r2").await;
     let second = format!("{revisions}/2");
     write(
         &app,
@@ -163,25 +179,7 @@ async fn a_follower_receives_the_audits_writes_in_order() {
             ("project.deleted".into(), fresh.clone(), None, 2),
         ]
     );
-    // The audit's writes, oldest first, are the changes.
-    let mut audit = audit_of(&app, None).await;
-    audit.reverse();
-    let audited: Vec<(String, i64)> = audit
-        .iter()
-        .filter(|record| record.object != "api_token")
-        .map(|record| (record.object_id.clone(), record.version_after.unwrap()))
-        .collect();
-    let changed: Vec<(String, i64)> = changes
-        .iter()
-        .map(|c| {
-            let id = match c["revision"].as_u64() {
-                Some(revision) => format!("{}/{revision}", c["project_id"].as_str().unwrap()),
-                None => c["project_id"].as_str().unwrap().to_owned(),
-            };
-            (id, c["version"].as_i64().unwrap())
-        })
-        .collect();
-    assert_eq!(changed, audited);
+    assert_changes_are_the_audits_writes(&app, &changes).await;
     let mut last = start.parse::<u64>().unwrap();
     for change in &changes {
         assert_eq!(change["object"], "change");
@@ -245,6 +243,53 @@ async fn a_stream_resumes_after_its_last_event_id() {
     .await;
     assert_eq!(read["data"], json!([]));
     assert_eq!(read["has_more"], false);
+}
+
+/// Across a restart of the service and of its follower, the changes the
+/// follower applied equal the audit's writes in order: the stream of the
+/// stopped service ends, and the follower resumes by `Last-Event-ID` on a
+/// new process that remembers nothing of the old one (its feed's tail is
+/// new), getting what was written before it stopped reading and after.
+#[tokio::test]
+async fn a_follower_resumes_across_a_restart_of_the_service() {
+    require!(BACKEND);
+    let (app, u1, _) = fixture().await;
+    let start = head(&app, &u1).await;
+    let mut stream = EventStream::open(&app, &format!("?after={start}"), &u1, None).await;
+    describe(&app, &u1, "p1", "read before the restart").await;
+    let mut applied = vec![stream.next_change().await];
+    // The follower stops; a write it has not read; the service stops.
+    drop(stream);
+    describe(&app, &u1, "p1", "written before the restart").await;
+    let mut stopped = EventStream::open(&app, "", &u1, None).await;
+    let app = app.restart().await;
+    while stopped.next().await.is_some() {}
+
+    describe(&app, &u1, "p1", "written after the restart").await;
+    create_revision(&app, &u1, "p1", "r1").await;
+    let last_applied = applied[0].id.clone().expect("an id");
+    let mut stream =
+        EventStream::open(&app, &format!("?after={start}"), &u1, Some(&last_applied)).await;
+    for _ in 0..3 {
+        applied.push(stream.next_change().await);
+    }
+    let changes: Vec<Value> = applied.iter().map(StreamEvent::json).collect();
+    let p1 = "p1".to_owned();
+    assert_eq!(
+        summary(&changes),
+        [
+            ("project.updated".into(), p1.clone(), None, 2),
+            ("project.updated".into(), p1.clone(), None, 3),
+            ("project.updated".into(), p1.clone(), None, 4),
+            ("proxy_settings.created".into(), p1, Some(1), 1),
+        ]
+    );
+    assert_changes_are_the_audits_writes(&app, &changes).await;
+    let ids: Vec<u64> = applied
+        .iter()
+        .map(|event| event.id.as_deref().unwrap().parse().unwrap())
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
 }
 
 #[tokio::test]
@@ -530,15 +575,7 @@ async fn answers_and_events_match_the_served_document() {
     let contract = crate::openapi_contract::Contract::parse(proxydeck::http::openapi::DOCUMENT);
     let (app, u1, _) = fixture().await;
     let start = head(&app, &u1).await;
-    let revisions = "/v1/projects/p1/proxy-settings";
-    write(
-        &app,
-        &u1,
-        Method::POST,
-        revisions,
-        Some(revision_body("r1")),
-    )
-    .await;
+    create_revision(&app, &u1, "p1", "r1").await;
     describe(&app, &u1, "p1", "described").await;
     for query in [
         format!("?after={start}"),

@@ -74,6 +74,7 @@ mod openapi;
 mod openapi_contract;
 mod operations;
 mod postgres_feed;
+mod postgres_pooler;
 mod postgres_store;
 mod postgres_tls;
 mod rate_limits;

@@ -161,17 +161,21 @@ async fn instances_starting_together_migrate_once() {
     require!(Backend::Postgres);
     let schema = Schema::create(postgres_base_url().expect("PostgreSQL"));
     let url = DatabaseUrl::Postgres(schema.url());
+    let options = StoreOptions {
+        pooler: schema.pooler(),
+        ..StoreOptions::default()
+    };
     let starting: Vec<_> = (0..4)
         .map(|_| {
-            let url = url.clone();
-            tokio::spawn(async move { store::open(&url, &StoreOptions::default()).await.map(drop) })
+            let (url, options) = (url.clone(), options.clone());
+            tokio::spawn(async move { store::open(&url, &options).await.map(drop) })
         })
         .collect();
     for start in starting {
         start.await.unwrap().expect("every instance starts");
     }
     let applied = postgres_count(
-        &schema.url(),
+        &schema.direct_url(),
         "SELECT count(*) FROM refinery_schema_history",
     );
     let versions = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/postgres"))
@@ -189,8 +193,12 @@ async fn instances_starting_together_migrate_once() {
 async fn a_history_numbered_before_the_dialects_matched_is_renumbered_once() {
     require!(Backend::Postgres);
     let schema = Schema::create(postgres_base_url().expect("PostgreSQL"));
-    let (url, sql_url) = (DatabaseUrl::Postgres(schema.url()), schema.url());
-    let first = TestApp::on(TestStore::at(url.clone(), StoreOptions::default()).await).await;
+    let (url, sql_url) = (DatabaseUrl::Postgres(schema.url()), schema.direct_url());
+    let options = StoreOptions {
+        pooler: schema.pooler(),
+        ..StoreOptions::default()
+    };
+    let first = TestApp::on(TestStore::at(url.clone(), options.clone()).await).await;
     assert_history_is_the_files(&migration_history(&sql_url));
     first
         .seed(vec![
@@ -256,14 +264,14 @@ async fn a_history_numbered_before_the_dialects_matched_is_renumbered_once() {
     };
     set_checksum_6("1");
     let edited = migration_history(&sql_url);
-    let refused = store::open(&url, &StoreOptions::default()).await;
+    let refused = store::open(&url, &options.clone()).await;
     assert!(refused.is_err(), "a history unlike any recorded opens");
     assert_eq!(migration_history(&sql_url), edited);
     set_checksum_6(&old_history[5].2);
     assert_eq!(migration_history(&sql_url), old_history);
 
     // The new binary opens it, with every row.
-    let again = TestApp::on(TestStore::at(url.clone(), StoreOptions::default()).await).await;
+    let again = TestApp::on(TestStore::at(url.clone(), options.clone()).await).await;
     for (page, before) in pages.into_iter().zip(before) {
         assert_eq!(again.get_json(page, &token).await, before, "{page}");
     }
@@ -288,7 +296,7 @@ async fn a_history_numbered_before_the_dialects_matched_is_renumbered_once() {
     }
 
     // Opening again changes nothing.
-    drop(store::open(&url, &StoreOptions::default()).await.unwrap());
+    drop(store::open(&url, &options).await.unwrap());
     assert_eq!(migration_history(&sql_url), renumbered);
 }
 
@@ -347,10 +355,7 @@ fn moving_from_sqlite_to_postgres_keeps_every_byte() {
 
     let on_postgres = |args: &[&str]| {
         let mut command = proxydeck(sandbox.path());
-        command
-            .args(args)
-            .arg("--database")
-            .arg(target.database_arg());
+        command.args(args).args(target.database_args());
         finish(command, None)
     };
     let counts = on_postgres(&["admin", "import", from_sqlite.to_str().unwrap(), "--json"]).json();
@@ -382,14 +387,17 @@ async fn hosts_are_tried_in_turn_and_a_read_only_server_is_refused_when_asked() 
         (Host::Tcp(name), port) => (name.clone(), port.copied().unwrap_or(5432)),
         (Host::Unix(folder), port) => (folder.display().to_string(), port.copied().unwrap_or(5432)),
     };
-    let user = base.get_user().unwrap_or("postgres");
-    let dbname = base.get_dbname().unwrap_or(user);
-    let schema_option = schema
-        .url()
-        .rsplit_once("options=")
-        .and_then(|(_, query)| query.split('&').next())
-        .unwrap()
-        .to_owned();
+    // Straight to PostgreSQL, as the schema's user and with its session
+    // options (if any): these are libpq's rules for hosts.
+    let direct: postgres::Config = schema.direct_url().parse().unwrap();
+    let user = direct.get_user().unwrap_or("postgres").to_owned();
+    let dbname = base.get_dbname().unwrap_or(&user).to_owned();
+    // The extras below add to these options.
+    let schema_option = direct
+        .get_options()
+        .unwrap_or_default()
+        .replace(' ', "%20")
+        .replace('=', "%3D");
     // Port 1 on loopback: nothing listens, the connection is refused at once.
     // In a URL's query, each host is a `host=` of its own.
     let url = |hosts: &[&str], ports: &str, extra: &str| {
@@ -459,7 +467,7 @@ async fn identical_reads_at_the_same_time_share_one_statement() {
     let mut lines = vec![org(1), user("u1", &[1])];
     lines.extend((0..5).map(|i| project(&format!("p{i}"), 1, i)));
     seed(store.store.as_ref(), lines).await.unwrap();
-    let url = store.database_arg();
+    let url = store.sql_url().to_owned();
     let waiting_on_lock = {
         let url = url.clone();
         move || {

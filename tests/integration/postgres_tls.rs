@@ -61,7 +61,7 @@ async fn require_encrypts_every_connection_and_disable_none() {
     }
     for (sslmode, encrypted) in [("require", true), ("disable", false)] {
         let schema = Schema::create(base);
-        let app = serves_a_listing(format!("{}&sslmode={sslmode}", schema.url())).await;
+        let app = serves_a_listing(format!("{}&sslmode={sslmode}", schema.direct_url())).await;
         let (tls, all) = encrypted_connections(base, schema.name());
         assert!(all > 0, "no connection of the service's is seen");
         assert_eq!(

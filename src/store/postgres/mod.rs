@@ -17,6 +17,13 @@
 //! plan never depends on its values, and PostgreSQL otherwise plans each of
 //! the first executions of a prepared statement anew (measured in
 //! bench/RESULTS.md).
+//!
+//! Through a transaction pooler (`Pooler::Transaction`) neither holds: a
+//! server connection serves whichever client's transaction comes, so
+//! statements go unnamed, parsed with each execution in its one round
+//! trip ([`Statements::Unnamed`]), no session option is sent, and the
+//! migrations, under their session-level advisory lock, take a direct
+//! connection.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -37,7 +44,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::metrics::PoolUse;
 use crate::store::driver::{Access, Driver, Work, on_blocking_thread};
 use crate::store::error::StoreError;
-use crate::store::options::StoreOptions;
+use crate::store::options::{Pooler, StoreOptions};
 use crate::store::outage::Outage;
 use crate::store::sql::db::{Db, EachRow, Param, Row};
 
@@ -109,49 +116,24 @@ pub struct PostgresDriver {
 
 impl PostgresDriver {
     async fn open(url: &str, options: &StoreOptions) -> anyhow::Result<Self> {
-        // The URL may hold a password: errors never repeat it.
-        let PostgresSettings {
-            mut config, tls, ..
-        } = PostgresSettings::from_url(url).map_err(anyhow::Error::msg)?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(options.timeout);
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("proxydeck");
-        }
-        let generic_plans = "-c plan_cache_mode=force_generic_plan";
-        let session_options = match config.get_options() {
-            Some(given) => format!("{given} {generic_plans}"),
-            None => generic_plans.to_owned(),
+        let (connector, mut setup) = match &options.pooler {
+            Pooler::Direct => {
+                let connector = Connector::new(url, options, Statements::Prepared)?;
+                let setup = connector.first_connection().await?;
+                (connector, setup)
+            }
+            Pooler::Transaction { direct_url } => {
+                let direct = Connector::new(direct_url, options, Statements::Prepared)?;
+                let setup = direct.first_connection().await?;
+                (Connector::new(url, options, Statements::Unnamed)?, setup)
+            }
         };
-        config.options(&session_options);
-        // A server that vanishes without closing the connection (a network
-        // partition, a crashed host) is noticed instead of waited on forever.
-        config
-            .keepalives(true)
-            .keepalives_idle(Duration::from_secs(30))
-            .tcp_user_timeout(options.timeout.max(Duration::from_secs(5)));
-        let connector = Connector {
-            config,
-            tls,
-            outage: Arc::default(),
-        };
-        // tokio-postgres' errors do not say which server refused.
-        let cannot_connect = || {
-            format!(
-                "cannot connect to PostgreSQL at {}",
-                servers(&connector.config)
-            )
-        };
-
-        let mut setup = connector.connect().await.with_context(cannot_connect)?;
         migrate(&mut setup.client).await?;
         drop(setup);
-
         let (exclusive, shared) = connection_split(options.pool_size);
         let mut clients = Vec::with_capacity(shared);
         for _ in 0..shared {
-            let connection = connector.connect().await.with_context(cannot_connect)?;
+            let connection = connector.first_connection().await?;
             clients.push(SharedClient {
                 current: Mutex::new(Some(Arc::new(connection))),
                 reconnect: tokio::sync::Mutex::new(()),
@@ -437,14 +419,18 @@ const STATEMENT_CACHE: usize = 128;
 /// A connection with its prepared statements.
 pub struct PgConnection {
     client: Client,
-    statements: Mutex<HashMap<String, Statement>>,
+    /// `None` when statements are not prepared ([`Statements::Unnamed`]).
+    prepared: Option<Mutex<HashMap<String, Statement>>>,
 }
 
 impl PgConnection {
     /// The prepared form of `sql` (written with `?N` placeholders).
-    async fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
-        let cached = self
-            .statements
+    async fn statement(
+        &self,
+        prepared: &Mutex<HashMap<String, Statement>>,
+        sql: &str,
+    ) -> Result<Statement, StoreError> {
+        let cached = prepared
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(sql)
@@ -453,10 +439,7 @@ impl PgConnection {
             return Ok(statement);
         }
         let statement = self.client.prepare(&dollar_placeholders(sql)).await?;
-        let mut statements = self
-            .statements
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut statements = prepared.lock().unwrap_or_else(PoisonError::into_inner);
         if statements.len() >= STATEMENT_CACHE {
             statements.clear();
         }
@@ -470,12 +453,19 @@ impl PgConnection {
         params: &[Param<'_>],
         each: &mut EachRow<'_>,
     ) -> Result<(), StoreError> {
-        let statement = self.statement(sql).await?;
         // Rows stream in as they are read: an export never holds them all.
-        let rows = self
-            .client
-            .query_raw(&statement, params.iter().map(pg_param))
-            .await?;
+        let rows = match &self.prepared {
+            Some(prepared) => {
+                let statement = self.statement(prepared, sql).await?;
+                let params = params.iter().map(pg_param);
+                self.client.query_raw(&statement, params).await?
+            }
+            None => {
+                let params = params.iter().map(typed_param);
+                let sql = dollar_placeholders(sql);
+                self.client.query_typed_raw(&sql, params).await?
+            }
+        };
         let mut rows = std::pin::pin!(rows);
         while let Some(row) = rows.try_next().await? {
             if !each(&PostgresRow(&row))? {
@@ -486,9 +476,18 @@ impl PgConnection {
     }
 
     async fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
-        let statement = self.statement(sql).await?;
-        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(pg_param).collect();
-        Ok(self.client.execute(&statement, &params).await?)
+        match &self.prepared {
+            Some(prepared) => {
+                let statement = self.statement(prepared, sql).await?;
+                let params: Vec<_> = params.iter().map(pg_param).collect();
+                Ok(self.client.execute(&statement, &params).await?)
+            }
+            None => {
+                let params: Vec<_> = params.iter().map(typed_param).collect();
+                let sql = dollar_placeholders(sql);
+                Ok(self.client.execute_typed(&sql, &params).await?)
+            }
+        }
     }
 }
 
@@ -520,6 +519,21 @@ fn pg_param<'a>(param: &'a Param<'a>) -> &'a (dyn ToSql + Sync) {
         Param::TextList(value) => value,
         Param::IntList(value) => value,
     }
+}
+
+/// A parameter with the type a prepared statement would have inferred
+/// for it: the only one its Rust type accepts (`i64` is `bigint` alone),
+/// or `text` for the text types, which PostgreSQL casts where needed.
+fn typed_param<'a>(param: &'a Param<'a>) -> (&'a (dyn ToSql + Sync), Type) {
+    let ty = match param {
+        Param::Int(_) | Param::OptInt(_) => Type::INT8,
+        Param::Text(_) => Type::TEXT,
+        Param::Bool(_) => Type::BOOL,
+        Param::Bytes(_) => Type::BYTEA,
+        Param::TextList(_) => Type::TEXT_ARRAY,
+        Param::IntList(_) => Type::INT8_ARRAY,
+    };
+    (pg_param(param), ty)
 }
 
 struct PostgresRow<'a>(&'a tokio_postgres::Row);
@@ -634,12 +648,78 @@ pub struct Connector {
     config: Config,
     /// TLS as the URL's `sslmode` and `sslrootcert` ask ([`PostgresSettings`]).
     tls: MakeRustlsConnect,
+    statements: Statements,
     /// Shared by every connection of the driver: an attempt while the
     /// database is known to be down is refused at once.
     outage: Arc<Outage>,
 }
 
+/// How a connection runs its statements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Statements {
+    /// Prepared once per connection (named) and cached, with generic
+    /// plans asked for at the session's start.
+    Prepared,
+    /// Parsed anew by each execution, in the same round trip (the unnamed
+    /// statement): through a transaction pooler, a named statement
+    /// prepared by one transaction is not on the server connection of the
+    /// next, and the pooler passes no session options.
+    Unnamed,
+}
+
 impl Connector {
+    fn new(url: &str, options: &StoreOptions, statements: Statements) -> anyhow::Result<Self> {
+        // The URL may hold a password: errors never repeat it.
+        let PostgresSettings {
+            mut config, tls, ..
+        } = PostgresSettings::from_url(url).map_err(anyhow::Error::msg)?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.timeout);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("proxydeck");
+        }
+        if statements == Statements::Prepared {
+            let generic_plans = "-c plan_cache_mode=force_generic_plan";
+            let session_options = match config.get_options() {
+                Some(given) => format!("{given} {generic_plans}"),
+                None => generic_plans.to_owned(),
+            };
+            config.options(&session_options);
+        }
+        // A server that vanishes without closing the connection (a network
+        // partition, a crashed host) is noticed instead of waited on forever.
+        config
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(30))
+            .tcp_user_timeout(options.timeout.max(Duration::from_secs(5)));
+        Ok(Self {
+            config,
+            tls,
+            statements,
+            outage: Arc::default(),
+        })
+    }
+
+    /// tokio-postgres' errors do not say which server refused.
+    fn cannot_connect(&self) -> String {
+        format!("cannot connect to PostgreSQL at {}", servers(&self.config))
+    }
+
+    /// The first connection, with what its failure tells the operator.
+    async fn first_connection(&self) -> anyhow::Result<PgConnection> {
+        self.connect().await.map_err(|error| {
+            // pgbouncer's refusal of the session options.
+            let hint = if error.to_string().contains("unsupported startup parameter") {
+                " (through a transaction pooler such as pgbouncer, give \
+                 --database-pooler transaction and --database-direct-url)"
+            } else {
+                ""
+            };
+            anyhow::Error::new(error).context(format!("{}{hint}", self.cannot_connect()))
+        })
+    }
+
     async fn connect(&self) -> Result<PgConnection, StoreError> {
         self.outage.may_try()?;
         let (client, connection) = match self.config.connect(self.tls.clone()).await {
@@ -662,7 +742,7 @@ impl Connector {
         });
         Ok(PgConnection {
             client,
-            statements: Mutex::new(HashMap::new()),
+            prepared: (self.statements == Statements::Prepared).then(|| Mutex::new(HashMap::new())),
         })
     }
 }

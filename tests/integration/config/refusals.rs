@@ -220,6 +220,45 @@ fn bad_environment_variables_and_flags_are_refused_with_the_setting_name() {
             None,
             &["--rate-limit-redis"],
         ),
+        // A transaction pooler: on PostgreSQL only, with a direct URL for
+        // the migrations, which is a postgres:// one and for a pooler only.
+        (
+            &["--database-pooler", "transaction"],
+            None,
+            &["--database-pooler: only a postgres:// database"],
+        ),
+        (
+            &[
+                "--database",
+                "postgres://db/x",
+                "--database-pooler",
+                "transaction",
+            ],
+            None,
+            &["--database-pooler transaction needs --database-direct-url"],
+        ),
+        (
+            &[
+                "--database",
+                "postgres://db/x",
+                "--database-pooler",
+                "transaction",
+                "--database-direct-url",
+                "sqlite://x.db",
+            ],
+            None,
+            &["--database-direct-url: write a postgres:// URL"],
+        ),
+        (
+            &[
+                "--database",
+                "postgres://db/x",
+                "--database-direct-url",
+                "postgres://db/x",
+            ],
+            None,
+            &["--database-direct-url: only with --database-pooler transaction"],
+        ),
         (
             &[],
             Some(("PROXYDECK_RATE_LIMIT_REDIS", "http://x")),

@@ -336,7 +336,7 @@ fn a_password_file_reaches_postgresql() {
     }
     let sandbox = Sandbox::new();
     let schema = Schema::create(postgres_base_url().unwrap());
-    let out = migrate_with_password_file(&sandbox, &schema.url(), "any:p@ss/word%\n");
+    let out = migrate_with_password_file(&sandbox, &schema.direct_url(), "any:p@ss/word%\n");
     assert_eq!(out.json(), json!({"migrated": true}), "{out:#?}");
     assert!(!out.stderr.contains("p@ss"), "{out:#?}");
 }

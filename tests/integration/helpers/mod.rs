@@ -15,7 +15,7 @@ use proxydeck::domain::import::{ImportBatch, ImportError, ObjectCounts, parse_li
 use proxydeck::domain::organization_set::OrganizationSet;
 use proxydeck::domain::time::Timestamp;
 use proxydeck::store::{
-    self, Caches, DatabaseUrl, NewToken, PostgresSettings, Store, StoreOptions,
+    self, Caches, DatabaseUrl, NewToken, Pooler, PostgresSettings, Store, StoreOptions,
 };
 use reqwest::StatusCode;
 use serde_json::{Value, json};

@@ -56,11 +56,33 @@ fn shared_cluster() -> Result<String, String> {
     Ok(cluster.url())
 }
 
+/// The transaction pooler (Debian's pgbouncer, `pool_mode = transaction`)
+/// in front of the test PostgreSQL, when `PROXYDECK_TEST_POSTGRES_POOLER_URL`
+/// names one (`.ci/pgbouncer` starts it): the tests' services then reach
+/// their schema through it. It must let any role log in (`auth_user`).
+pub fn pooler_url() -> Option<&'static str> {
+    static FOUND: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            std::env::var("PROXYDECK_TEST_POSTGRES_POOLER_URL")
+                .ok()
+                .filter(|url| !url.is_empty())
+        })
+        .as_deref()
+}
+
 /// A schema of its own in the test PostgreSQL database, dropped with this
 /// guard: tests run in parallel and leave nothing behind.
+///
+/// Connections find the schema through their session's `search_path`,
+/// which a transaction pooler lets no client set: through one, the schema
+/// belongs to a role of its own, of the same name, and PostgreSQL's
+/// default `search_path` (`"$user", public`) finds it.
 pub struct Schema {
     base_url: String,
     name: String,
+    /// The pooler the service goes through, if any.
+    pooler_url: Option<&'static str>,
 }
 
 impl Schema {
@@ -71,26 +93,94 @@ impl Schema {
     /// A new, empty schema.
     pub fn create(base_url: &str) -> Self {
         let name = format!("test_{}", uuid::Uuid::new_v4().simple());
-        postgres_admin(base_url, &format!("CREATE SCHEMA {name}"));
+        let pooler_url = pooler_url();
+        postgres_admin(
+            base_url,
+            &match pooler_url {
+                None => format!("CREATE SCHEMA {name}"),
+                // A superuser, as the tests' side statements need.
+                Some(_) => format!(
+                    "CREATE ROLE {name} LOGIN SUPERUSER; CREATE SCHEMA {name} AUTHORIZATION {name}"
+                ),
+            },
+        );
         Self {
             base_url: base_url.to_owned(),
             name,
+            pooler_url,
         }
     }
 
-    /// A database URL whose connections work in this schema, named after
-    /// it (`application_name`: `pg_stat_activity` tells them apart).
+    /// The database URL the service is given: its connections work in
+    /// this schema, named after it (`application_name`: `pg_stat_activity`
+    /// tells them apart).
     pub fn url(&self) -> String {
-        let separator = if self.base_url.contains('?') {
-            '&'
-        } else {
-            '?'
-        };
-        format!(
-            "{}{separator}options=-csearch_path%3D{}&application_name={}",
-            self.base_url, self.name, self.name
-        )
+        match self.pooler_url {
+            Some(pooler) => as_role(pooler, &self.name),
+            None => self.direct_url(),
+        }
     }
+
+    /// A URL to the schema straight to PostgreSQL: for the migrations, and
+    /// the tests' own statements (which prepare named statements).
+    pub fn direct_url(&self) -> String {
+        match self.pooler_url {
+            Some(_) => as_role(&self.base_url, &self.name),
+            None => with_params(
+                &self.base_url,
+                &format!(
+                    "options=-csearch_path%3D{}&application_name={}",
+                    self.name, self.name
+                ),
+            ),
+        }
+    }
+
+    /// How [`Schema::url`] reaches PostgreSQL.
+    pub fn pooler(&self) -> Pooler {
+        match self.pooler_url {
+            Some(_) => Pooler::Transaction {
+                direct_url: self.direct_url(),
+            },
+            None => Pooler::Direct,
+        }
+    }
+
+    /// The command line's arguments for this schema.
+    pub fn database_args(&self) -> Vec<String> {
+        database_args(self.url(), &self.pooler())
+    }
+}
+
+/// The command line's arguments for the database at `url`, reached as
+/// `pooler` says.
+pub fn database_args(url: String, pooler: &Pooler) -> Vec<String> {
+    let mut args = vec!["--database".to_owned(), url];
+    if let Pooler::Transaction { direct_url } = pooler {
+        args.extend([
+            "--database-pooler".to_owned(),
+            "transaction".to_owned(),
+            "--database-direct-url".to_owned(),
+            direct_url.clone(),
+        ]);
+    }
+    args
+}
+
+/// `url` with `params` added to its query.
+fn with_params(url: &str, params: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}{params}")
+}
+
+/// `url` logged in as `role` (its user replaced), named after it.
+fn as_role(url: &str, role: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    with_params(
+        &format!("{scheme}://{role}@{host}"),
+        &format!("application_name={role}"),
+    )
 }
 
 impl Drop for Schema {
@@ -102,14 +192,23 @@ impl Drop for Schema {
         // A connection may also take its first lock between the two
         // statements: the DROP then gives up after a second (lock_timeout)
         // and both run again, rather than waiting for ever.
+        // The role's connections (kept by the pooler) end with it.
         let name = &self.name;
+        let role = match self.pooler_url {
+            Some(_) => format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{name}';
+                 DROP ROLE IF EXISTS {name};"
+            ),
+            None => String::new(),
+        };
         let sql = format!(
             "SET lock_timeout = '1s';
              SELECT pg_terminate_backend(l.pid) FROM pg_locks l
                JOIN pg_class c ON c.oid = l.relation
                JOIN pg_namespace n ON n.oid = c.relnamespace
               WHERE n.nspname = '{name}' AND l.pid <> pg_backend_pid();
-             DROP SCHEMA IF EXISTS {name} CASCADE"
+             DROP SCHEMA IF EXISTS {name} CASCADE;
+             {role}"
         );
         let mut failures = 0;
         while let Err(error) = try_postgres_admin(&self.base_url, &sql) {

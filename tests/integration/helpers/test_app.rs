@@ -58,11 +58,37 @@ impl TestApp {
         options: ServiceOptions,
         store_options: StoreOptions,
     ) -> Self {
-        let store_options = on_the_clock_of(&options, store_options);
-        let store = store::open(&self.data.url, &store_options)
+        Self::serve_again(self.data.clone(), options, store_options).await
+    }
+
+    /// A service on `data` with a store opened anew.
+    async fn serve_again(
+        data: Arc<TestStore>,
+        options: ServiceOptions,
+        store_options: StoreOptions,
+    ) -> Self {
+        let store_options = StoreOptions {
+            pooler: data.pooler.clone(),
+            ..on_the_clock_of(&options, store_options)
+        };
+        let store = store::open(&data.url, &store_options)
             .await
             .expect("the store opens again");
-        Self::serve(Arc::new(store), self.data.clone(), options).await
+        Self::serve(Arc::new(store), data, options).await
+    }
+
+    /// This service stopped (its open streams end), then served again on
+    /// the same data by a store opened anew, as a restarted `proxydeck
+    /// serve` would be: nothing of the old one's memory is left (its feed's
+    /// tail, its caches), and it listens on another port.
+    pub async fn restart(self) -> Self {
+        let data = self.data.clone();
+        let options = ServiceOptions {
+            clock: self.clock.clone(),
+            ..test_options()
+        };
+        self.stop().await;
+        Self::serve_again(data, options, suite_store_options()).await
     }
 
     /// Writes the token uses the service has noted (every request's, once

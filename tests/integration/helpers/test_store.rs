@@ -9,6 +9,8 @@ pub struct TestStore {
     pub store: Arc<Store>,
     /// Where the data is: another store, process or command can open it.
     pub url: DatabaseUrl,
+    /// How `url` reaches PostgreSQL (through the tests' pooler or not).
+    pub pooler: Pooler,
     /// The SQLite file (meaningless on PostgreSQL).
     pub path: PathBuf,
     pub dir: TempDir,
@@ -21,7 +23,7 @@ impl TestStore {
         Self::with_options(backend, StoreOptions::default()).await
     }
 
-    pub async fn with_options(backend: Backend, options: StoreOptions) -> Self {
+    pub async fn with_options(backend: Backend, mut options: StoreOptions) -> Self {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let path = dir.path().join("proxydeck.db");
         let (url, schema) = match backend {
@@ -30,6 +32,7 @@ impl TestStore {
                 let base =
                     postgres_base_url().expect("PostgreSQL is available (require! it first)");
                 let schema = Schema::create(base);
+                options.pooler = schema.pooler();
                 (DatabaseUrl::Postgres(schema.url()), Some(schema))
             }
         };
@@ -37,6 +40,7 @@ impl TestStore {
         Self {
             store: Arc::new(store),
             url,
+            pooler: options.pooler,
             path,
             dir,
             _schema: schema,
@@ -49,6 +53,7 @@ impl TestStore {
         Self {
             store: Arc::new(store),
             url,
+            pooler: options.pooler,
             path: PathBuf::new(),
             dir: tempfile::tempdir().expect("a temporary folder"),
             _schema: None,
@@ -60,9 +65,10 @@ impl TestStore {
     /// test's ran: its text is read from `pg_stat_activity` and prepared
     /// again on a connection of the test's own.
     pub fn postgres_plan_of_last(&self, marker: &str) -> String {
-        let (DatabaseUrl::Postgres(url), Some(schema)) = (&self.url, &self._schema) else {
+        let (DatabaseUrl::Postgres(_), Some(schema)) = (&self.url, &self._schema) else {
             panic!("a PostgreSQL schema of the test's own");
         };
+        let url = self.sql_url();
         // The blocking client runs a runtime of its own: not on the test's.
         std::thread::scope(|scope| {
             scope
@@ -72,11 +78,25 @@ impl TestStore {
         })
     }
 
-    /// The URL as `--database` takes it.
-    pub fn database_arg(&self) -> String {
-        match &self.url {
+    /// The command line's arguments for this store: `--database` and, on
+    /// PostgreSQL through the tests' pooler, `--database-pooler` and
+    /// `--database-direct-url`.
+    pub fn database_args(&self) -> Vec<String> {
+        let url = match &self.url {
             DatabaseUrl::Sqlite(path) => format!("sqlite://{}", path.display()),
             DatabaseUrl::Postgres(url) => url.clone(),
+        };
+        database_args(url, &self.pooler)
+    }
+
+    /// A URL for the tests' own statements on PostgreSQL: straight to the
+    /// server (they prepare named statements, which a transaction pooler
+    /// does not keep).
+    pub fn sql_url(&self) -> &str {
+        match (&self.pooler, &self.url) {
+            (Pooler::Transaction { direct_url }, _) => direct_url,
+            (Pooler::Direct, DatabaseUrl::Postgres(url)) => url,
+            (Pooler::Direct, DatabaseUrl::Sqlite(_)) => panic!("not a PostgreSQL store"),
         }
     }
 
@@ -103,9 +123,9 @@ impl TestStore {
                     }
                 }
             }
-            DatabaseUrl::Postgres(url) => {
+            DatabaseUrl::Postgres(_) => {
                 postgres_count(
-                    url,
+                    self.sql_url(),
                     "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
                       WHERE c.relname = 'projects'
                         AND c.relnamespace = current_schema()::regnamespace
@@ -125,7 +145,7 @@ impl TestStore {
                     .execute_batch(sql)
                     .expect("the statement runs");
             }
-            DatabaseUrl::Postgres(url) => postgres_admin(url, sql),
+            DatabaseUrl::Postgres(_) => postgres_admin(self.sql_url(), sql),
         }
     }
 
@@ -137,7 +157,7 @@ impl TestStore {
                 .expect("the file opens")
                 .query_row(sql, [], |row| row.get(0))
                 .expect("the query runs"),
-            DatabaseUrl::Postgres(url) => postgres_count(url, sql),
+            DatabaseUrl::Postgres(_) => postgres_count(self.sql_url(), sql),
         }
     }
 }

@@ -74,7 +74,8 @@ fn admin_org_and_user_list_show_what_export_shows() {
         {
             let mut command = proxydeck(sandbox.path());
             command
-                .args(["--json", "--database", &sandbox.db_url()])
+                .arg("--json")
+                .args(sandbox.database_args())
                 .args(["admin", "user", "list"]);
             command
         },
