@@ -111,15 +111,13 @@ impl Feed {
     /// The tail: runs until [`Feed::close`].
     pub async fn run_tail(self: Arc<Self>) {
         let mut closed = self.closed.subscribe();
-        let mut position = None;
         let mut next_prune = self.clock.instant();
         // Told once when the store stops answering, once when it is back:
         // not at every poll of an outage (the store logs it too).
         let mut failing = false;
         loop {
-            let read = match &mut position {
+            let read = match self.tail_position() {
                 None => self.head().await.map(|head| {
-                    position = Some(head);
                     self.position.store(head.0, Ordering::SeqCst);
                     // Followers that caught up from the store before the
                     // tail had a position may be past changes it will
@@ -167,13 +165,22 @@ impl Feed {
         Ok(read.await?.through)
     }
 
-    /// Hands every change after `position` to the followers, moving it.
-    async fn send_after(&self, position: &mut Cursor) -> Result<(), StoreError> {
+    /// Where the tail stands, once it has read the store's head.
+    fn tail_position(&self) -> Option<Cursor> {
+        match self.position.load(Ordering::SeqCst) {
+            UNKNOWN => None,
+            position => Some(Cursor(position)),
+        }
+    }
+
+    /// Hands every change after `position` to the followers, moving the
+    /// tail's position.
+    async fn send_after(&self, mut position: Cursor) -> Result<(), StoreError> {
         loop {
             let read = self
                 .store
                 .run(ReadChanges {
-                    after: Some(*position),
+                    after: Some(position),
                     scope: ChangeScope::default(),
                     limit: SCAN_LIMIT,
                 })
@@ -181,8 +188,8 @@ impl Feed {
             // Told before the changes are handed out: a follower that
             // starts at the new position (subscribed first) gets every
             // change after it.
-            *position = read.through;
-            self.position.store(read.through.0, Ordering::SeqCst);
+            position = read.through;
+            self.position.store(position.0, Ordering::SeqCst);
             if read.reset {
                 let _ = self.tailed.send(Tailed::Gap);
             }
@@ -248,13 +255,9 @@ impl Feed {
             // and the scope needs no look-up (a project must be one the
             // caller may read): a crowd of followers connecting at once
             // costs the store nothing. Else the store's head.
-            let tail = self.position.load(Ordering::SeqCst);
-            follower.cursor = match tail {
-                UNKNOWN => follower.read_store(None, 1).await?.through,
-                _ if follower.scope.project_id.is_some() => {
-                    follower.read_store(None, 1).await?.through
-                }
-                tail => Cursor(tail),
+            follower.cursor = match self.tail_position() {
+                Some(tail) if follower.scope.project_id.is_none() => tail,
+                _ => follower.read_store(None, 1).await?.through,
             };
             follower.behind = false;
         }

@@ -5,6 +5,7 @@
 //! knows no command, so that each command can use it alike.
 
 use std::io::IsTerminal;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -15,7 +16,7 @@ use serde_json::value::RawValue;
 use time::OffsetDateTime;
 
 use super::connection::Target;
-use crate::domain::pagination::DEFAULT_LIMIT;
+use crate::domain::pagination::{DEFAULT_LIMIT, MAX_LIMIT};
 
 /// A page of any listing. The token listing has no `has_more`/`last_key`:
 /// a full page may be followed by more, keyed by its last item's id.
@@ -237,6 +238,31 @@ impl ApiClient {
             .send(Request::new(reqwest::Method::GET, segments).query(query))
             .await?;
         serde_json::from_slice(&answer.body).context("the server's answer is not a listing")
+    }
+
+    /// Walks a listing from its start, the most items a page may hold at a
+    /// time, handing each page's items to `visit` until it answers
+    /// `Break`: what it broke with, or `None` when the list ended first.
+    pub(super) async fn walk<T>(
+        &self,
+        segments: &[String],
+        query: &[(&str, String)],
+        mut visit: impl FnMut(Vec<Value>) -> ControlFlow<T>,
+    ) -> anyhow::Result<Option<T>> {
+        let mut start_key: Option<String> = None;
+        loop {
+            let mut page_query = query.to_vec();
+            page_query.push(("limit", MAX_LIMIT.to_string()));
+            page_query.extend(start_key.take().map(|key| ("start_key", key)));
+            let page = self.page(segments, &page_query).await?;
+            if let ControlFlow::Break(found) = visit(page.items()?) {
+                return Ok(Some(found));
+            }
+            match page.next_key(Some(MAX_LIMIT)) {
+                Some(key) => start_key = Some(key),
+                None => return Ok(None),
+            }
+        }
     }
 
     /// A stream of Server-Sent Events (`GET` with `Accept:

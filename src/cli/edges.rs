@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::ops::ControlFlow;
 
 use clap::Args;
 use serde_json::Value;
@@ -61,17 +62,13 @@ async fn every_edge(client: &ApiClient, project: &str) -> anyhow::Result<Vec<Val
         "edges".to_owned(),
     ];
     let mut edges = Vec::new();
-    let mut start_key: Option<String> = None;
-    loop {
-        let mut query = vec![("limit", "100".to_owned())];
-        query.extend(start_key.take().map(|key| ("start_key", key)));
-        let page = client.page(&path, &query).await?;
-        edges.extend(page.items()?);
-        match page.next_key(Some(100)) {
-            Some(key) => start_key = Some(key),
-            None => return Ok(edges),
-        }
-    }
+    client
+        .walk(&path, &[], |items| {
+            edges.extend(items);
+            ControlFlow::<()>::Continue(())
+        })
+        .await?;
+    Ok(edges)
 }
 
 /// "2 edges on revision 4, 1 on revision 3, 1 failed on 4: REASON" (the

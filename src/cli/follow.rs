@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -352,48 +353,35 @@ impl Follower {
         };
         // The active revision: the listing, newest first, page by page.
         let path = segments(&["v1", "projects", project, "proxy-settings"]);
-        let mut start_key: Option<String> = None;
-        loop {
-            let mut query = vec![("limit", "100".to_owned())];
-            query.extend(start_key.take().map(|key| ("start_key", key)));
-            let page = match self.client.page(&path, &query).await {
-                Ok(page) => page,
-                Err(error) if is_not_found(&error) => return Ok(None),
-                Err(error) => return Err(classify(error)),
-            };
-            let items = page.items().map_err(Ended::Retry)?;
-            if let Some(active) = items.into_iter().find(|item| item["is_active"] == true) {
-                return Ok(Some((body, Some(active))));
-            }
-            match page.next_key(Some(100)) {
-                Some(key) => start_key = Some(key),
-                None => return Ok(Some((body, None))),
-            }
+        let active = self
+            .client
+            .walk(&path, &[], |items| {
+                match items.into_iter().find(|item| item["is_active"] == true) {
+                    Some(active) => ControlFlow::Break(active),
+                    None => ControlFlow::Continue(()),
+                }
+            })
+            .await;
+        match active {
+            Ok(active) => Ok(Some((body, active))),
+            Err(error) if is_not_found(&error) => Ok(None),
+            Err(error) => Err(classify(error)),
         }
     }
 
     /// Every project of the organization.
     async fn projects_of(&self, organization: &str) -> Result<Vec<String>, Ended> {
-        let path = segments(&["v1", "projects"]);
         let mut projects = Vec::new();
-        let mut start_key: Option<String> = None;
-        loop {
-            let mut query = vec![
-                ("organization_id", organization.to_owned()),
-                ("limit", "100".to_owned()),
-            ];
-            query.extend(start_key.take().map(|key| ("start_key", key)));
-            let page = self.client.page(&path, &query).await.map_err(classify)?;
-            for item in page.items().map_err(Ended::Retry)? {
-                if let Some(id) = item["id"].as_str() {
-                    projects.push(id.to_owned());
-                }
-            }
-            match page.next_key(Some(100)) {
-                Some(key) => start_key = Some(key),
-                None => return Ok(projects),
-            }
-        }
+        let query = [("organization_id", organization.to_owned())];
+        self.client
+            .walk(&segments(&["v1", "projects"]), &query, |items| {
+                let ids = items.iter().filter_map(|item| item["id"].as_str());
+                projects.extend(ids.map(str::to_owned));
+                ControlFlow::<()>::Continue(())
+            })
+            .await
+            .map_err(classify)?;
+        Ok(projects)
     }
 
     /// The stream of changes after `cursor`.

@@ -5,6 +5,7 @@
 //! never shown.
 
 use std::io::{IsTerminal, Read};
+use std::ops::ControlFlow;
 
 use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Subcommand};
@@ -15,7 +16,6 @@ use super::connection::{Connection, DEFAULT_URL, Source, Target, resolve_with_so
 use super::output::Output;
 use super::profile::{ProfileArg, Saved, file_of, load, save};
 use super::table;
-use crate::domain::pagination::MAX_LIMIT;
 use crate::domain::token;
 
 #[derive(Args)]
@@ -158,27 +158,20 @@ pub async fn status(command: AuthCommand, out: &Output) -> anyhow::Result<()> {
     let hint = token::hint(&resolved.target.token);
     let mut mine: Vec<Value> = Vec::new();
     let mut user = None;
-    let mut start: Option<String> = None;
-    loop {
-        let mut query = vec![("limit", MAX_LIMIT.to_string())];
-        query.extend(start.take().map(|key| ("start_key", key)));
-        let page = client
-            .page(&["v1".into(), "api_tokens".into()], &query)
-            .await
-            .map_err(|error| refused(error, &url, &whose))?;
-        let next = page.next_key(Some(MAX_LIMIT));
-        for item in &page.data {
-            let item: Value = serde_json::from_str(item.get())?;
-            user = user.or_else(|| item["user_id"].as_str().map(str::to_owned));
-            if item["token"] == json!(hint) {
-                mine.push(item);
+    client
+        .walk(&["v1".into(), "api_tokens".into()], &[], |items| {
+            for item in items {
+                user = user
+                    .take()
+                    .or_else(|| item["user_id"].as_str().map(str::to_owned));
+                if item["token"] == json!(hint) {
+                    mine.push(item);
+                }
             }
-        }
-        match next {
-            Some(key) => start = Some(key),
-            None => break,
-        }
-    }
+            ControlFlow::<()>::Continue(())
+        })
+        .await
+        .map_err(|error| refused(error, &url, &whose))?;
     // Who the user is, by name and email (getMe); a server without it
     // leaves the id the token list gave.
     let me_path = ["v1".into(), "users".into(), "me".into()];
