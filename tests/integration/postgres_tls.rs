@@ -41,8 +41,11 @@ async fn serves_a_listing(url: String) -> TestApp {
     app
 }
 
-/// `sslmode=require` on the local server: the service works and every
-/// connection of its own is encrypted; `sslmode=disable`: none is.
+/// `sslmode=require` (or `prefer`: the local server offers TLS) on the
+/// local server: the service works and every connection of its own is
+/// encrypted; `sslmode=disable`: none is; no `sslmode` at all: none is
+/// when the server is this machine (`localhost`, a loopback address),
+/// every one when it is named otherwise.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn require_encrypts_every_connection_and_disable_none() {
     require!(Backend::Postgres);
@@ -59,18 +62,43 @@ async fn require_encrypts_every_connection_and_disable_none() {
         );
         return;
     }
-    for (sslmode, encrypted) in [("require", true), ("disable", false)] {
+    let loopback = settings.config.get_hosts().iter().all(|host| {
+        matches!(host, Host::Tcp(name) if name == "localhost" || name.starts_with("127.") || name == "::1")
+    });
+    for (sslmode, encrypted) in [
+        ("require", true),
+        ("prefer", true),
+        ("disable", false),
+        ("", !loopback),
+    ] {
         let schema = Schema::create(base);
-        let app = serves_a_listing(format!("{}&sslmode={sslmode}", schema.direct_url())).await;
+        let url = without_sslmode(&schema.direct_url());
+        let url = match sslmode {
+            "" => url,
+            given => format!("{url}&sslmode={given}"),
+        };
+        let app = serves_a_listing(url).await;
         let (tls, all) = encrypted_connections(base, schema.name());
         assert!(all > 0, "no connection of the service's is seen");
         assert_eq!(
             tls,
             if encrypted { all } else { 0 },
-            "sslmode={sslmode}: {tls} of {all} connections encrypted"
+            "sslmode={sslmode:?}: {tls} of {all} connections encrypted"
         );
         app.stop().await;
     }
+}
+
+/// `url` without the `sslmode` its query may hold.
+fn without_sslmode(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !pair.starts_with("sslmode="))
+        .collect();
+    format!("{base}?{}", kept.join("&"))
 }
 
 /// A certificate authority of the test's own.

@@ -15,8 +15,11 @@
 //! As with libpq, `prefer` is the default, `verify-ca` and `verify-full`
 //! need `sslrootcert`, and `sslrootcert=system` (the system's trusted
 //! authorities) makes `verify-full` the default and refuses weaker modes.
-//! Connections over a Unix socket are never encrypted (PostgreSQL offers no
-//! TLS there).
+//! Unlike libpq, a URL whose every host is this machine (`localhost`,
+//! `127.0.0.0/8`, `::1`) and that says nothing of TLS does not negotiate
+//! it: on loopback TLS hides nothing from a network and costs both sides
+//! CPU (`docs/deployment.md`). Connections over a Unix socket are never
+//! encrypted (PostgreSQL offers no TLS there).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -106,6 +109,7 @@ impl PostgresSettings {
         let sslmode = match (sslmode, &root) {
             (Some(mode), _) => mode,
             (None, Some(RootCert::System)) => SslMode::VerifyFull,
+            (None, None) if only_loopback(&config) => SslMode::Disable,
             (None, _) => SslMode::Prefer,
         };
         let client = client_config(sslmode, root.as_ref())?;
@@ -129,6 +133,28 @@ impl PostgresSettings {
             sslmode,
         })
     }
+}
+
+/// Whether every server the settings name is this machine, by its
+/// name (`localhost`), a loopback address, or a Unix socket, and so is
+/// every `hostaddr` (where the connections go when given).
+fn only_loopback(config: &Config) -> bool {
+    let loopback_name = |name: &str| {
+        name.eq_ignore_ascii_case("localhost")
+            || name
+                .trim_matches(|c| c == '[' || c == ']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|address| address.is_loopback())
+    };
+    !config.get_hosts().is_empty()
+        && config.get_hosts().iter().all(|host| match host {
+            Host::Tcp(name) => loopback_name(name),
+            Host::Unix(_) => true,
+        })
+        && config
+            .get_hostaddrs()
+            .iter()
+            .all(|address| address.is_loopback())
 }
 
 /// `url` without its `sslmode` and `sslrootcert` query parameters, and
@@ -353,6 +379,55 @@ mod tests {
             assert_eq!(settings.config.get_ssl_mode(), driver);
             // The parameters around it are kept.
             assert_eq!(settings.config.get_user(), Some("v"));
+        }
+    }
+
+    #[test]
+    fn a_url_to_this_machine_that_says_nothing_of_tls_goes_without() {
+        for url in [
+            "postgres://u@localhost/x",
+            "postgres://u@127.0.0.1:5432/x",
+            "postgres://u@127.0.0.2/x",
+            "postgres://u@[::1]:5432/x",
+            "postgres://u@localhost,127.0.0.1/x",
+            "postgres://u@/x?host=/run/postgresql&host=localhost",
+            "postgres://u@localhost/x?hostaddr=127.0.0.1",
+        ] {
+            let settings = PostgresSettings::from_url(url).unwrap();
+            assert_eq!(settings.sslmode, SslMode::Disable, "{url}");
+            assert_eq!(
+                settings.config.get_ssl_mode(),
+                DriverSslMode::Disable,
+                "{url}"
+            );
+        }
+        // Elsewhere, or asked for: as libpq.
+        for (url, sslmode) in [
+            ("postgres://u@db.internal/x", SslMode::Prefer),
+            ("postgres://u@10.0.0.5/x", SslMode::Prefer),
+            ("postgres://u@localhost,db.internal/x", SslMode::Prefer),
+            (
+                "postgres://u@db.example/x?hostaddr=127.0.0.1",
+                SslMode::Prefer,
+            ),
+            (
+                "postgres://u@localhost/x?hostaddr=10.0.0.5",
+                SslMode::Prefer,
+            ),
+            ("postgres://u@localhost/x?sslmode=prefer", SslMode::Prefer),
+            ("postgres://u@127.0.0.1/x?sslmode=require", SslMode::Require),
+            (
+                "postgres://u@localhost/x?sslrootcert=system",
+                SslMode::VerifyFull,
+            ),
+        ] {
+            let settings = PostgresSettings::from_url(url).unwrap();
+            assert_eq!(settings.sslmode, sslmode, "{url}");
+            assert_ne!(
+                settings.config.get_ssl_mode(),
+                DriverSslMode::Disable,
+                "{url}"
+            );
         }
     }
 
