@@ -45,6 +45,9 @@ pub const HTTP_CONNECTIONS: &str = "proxydeck_http_connections";
 pub const HTTP_CONNECTIONS_LIMIT: &str = "proxydeck_http_connections_limit";
 pub const HTTP_CONNECTION_LIMIT_REACHED: &str = "proxydeck_http_connection_limit_reached_total";
 pub const BUILD_INFO: &str = "proxydeck_build_info";
+pub const REPLICA_LAG: &str = "proxydeck_db_replica_lag_seconds";
+pub const REPLICA_USABLE: &str = "proxydeck_db_replica_usable";
+pub const READS_SERVED: &str = "proxydeck_db_reads_total";
 
 /// The `route` label of a request no route matched: one value, whatever
 /// the path (raw paths would make a series per path anyone cares to send).
@@ -202,6 +205,18 @@ fn describe() {
         "Times a listener reached its connection limit and stopped accepting until a connection closed."
     );
     describe_gauge!(
+        REPLICA_LAG,
+        "How far each read replica was behind the primary at its last check (seconds; absent while it does not answer)."
+    );
+    describe_gauge!(
+        REPLICA_USABLE,
+        "1 when a read replica answered its last check within --replica-max-lag and is read from, 0 otherwise."
+    );
+    describe_counter!(
+        READS_SERVED,
+        "With read replicas: reads sent to a replica (server=replica) or to the primary because none was current enough (server=primary)."
+    );
+    describe_gauge!(
         BUILD_INFO,
         "Always 1; the labels say which build is running."
     );
@@ -228,9 +243,20 @@ pub struct PoolUse {
     pub waiting: Option<usize>,
 }
 
+/// A read replica as its last check found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaUse {
+    /// Its `host:port` (or socket).
+    pub replica: String,
+    /// How far behind the primary; `None` when it did not answer.
+    pub lag: Option<Duration>,
+    /// Whether it is read from.
+    pub usable: bool,
+}
+
 /// The exposition text: the pools' use and the process's figures are read
 /// now, then everything is rendered.
-pub fn render(pools: &[PoolUse]) -> String {
+pub fn render(pools: &[PoolUse], replicas: &[ReplicaUse]) -> String {
     let recorder = recorder();
     recorder.process.collect();
     let prometheus = &recorder.prometheus;
@@ -242,6 +268,14 @@ pub fn render(pools: &[PoolUse]) -> String {
         if let Some(waiting) = pool.waiting {
             gauge!(POOL_WAITING, "pool" => name).set(waiting as f64);
         }
+    }
+    for replica in replicas {
+        let name = replica.replica.clone();
+        if let Some(lag) = replica.lag {
+            gauge!(REPLICA_LAG, "replica" => name.clone()).set(lag.as_secs_f64());
+        }
+        let usable = if replica.usable { 1.0 } else { 0.0 };
+        gauge!(REPLICA_USABLE, "replica" => name).set(usable);
     }
     prometheus.render()
 }
@@ -338,6 +372,13 @@ pub fn page_bodies(from_memory: u64, from_database: u64) {
 pub fn shared_reads(operation: &'static str) -> Counter {
     recorder();
     counter!(SHARED_READS, "operation" => operation)
+}
+
+/// A read that could go to a replica went to one, or to the primary.
+pub fn read_served(by_replica: bool) {
+    recorder();
+    let server = if by_replica { "replica" } else { "primary" };
+    counter!(READS_SERVED, "server" => server).increment(1);
 }
 
 /// A request refused by the per-token rate limit: the limiter calls this

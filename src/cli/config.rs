@@ -107,14 +107,33 @@ impl Effective {
             .filter(|setting| setting.source == Source::Flag && setting.holds_password)
             .map(|setting| {
                 let env = setting.env.as_deref().unwrap_or("its environment variable");
+                let file = match self.password_file_for(&setting.name) {
+                    Some(file) => format!(", or the password in --{file}"),
+                    None => String::new(),
+                };
                 format!(
                     "--{name} holds a password on the command line, where every user of this \
-                     machine can read it in the process list: give the URL in {env}, or the \
-                     password in --{name}-password-file",
+                     machine can read it in the process list: give the URL in {env}{file}",
                     name = setting.name
                 )
             })
             .collect()
+    }
+
+    /// The `...-password-file` setting that gives setting `name` its
+    /// password (`database-password-file` serves `database`,
+    /// `database-direct-url` and `database-replica`), if one does.
+    fn password_file_for(&self, name: &str) -> Option<&str> {
+        self.settings
+            .iter()
+            .map(|setting| setting.name.as_str())
+            .filter(|file| {
+                file.strip_suffix("-password-file").is_some_and(|serves| {
+                    name.strip_prefix(serves)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+                })
+            })
+            .max_by_key(|file| file.len())
     }
 
     /// The error refusing setting `name` (a long flag) for `why`, naming
@@ -515,17 +534,23 @@ fn effective_settings(
                 Some(_) => Source::Default,
                 None => Source::Unset,
             };
-            let given = leaf
+            // Every value of a setting given several times (replicas).
+            let given: Vec<String> = leaf
                 .get_raw(id)
-                .and_then(|mut values| values.next())
-                .map(|text| text.to_string_lossy());
+                .map(|values| {
+                    values
+                        .map(|text| text.to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let shown: Vec<String> = given.iter().map(|text| secret_hidden(arg, text)).collect();
             Setting {
                 name: arg.get_long().unwrap_or(id).to_owned(),
-                value: given.as_deref().map(|text| secret_hidden(arg, text)),
+                value: (!shown.is_empty()).then(|| shown.join(" ")),
                 source,
                 env: arg.get_env().map(|env| env.to_string_lossy().into_owned()),
                 holds_password: arg.is_hide_env_values_set()
-                    && given.is_some_and(|text| url_password::has_password(&text)),
+                    && given.iter().any(|text| url_password::has_password(text)),
             }
         })
         .collect()

@@ -36,7 +36,7 @@ use crate::http::RequestLimits;
 use crate::http::transport::server::ServerOptions;
 use crate::rate_limit::redis::RedisUrl;
 use crate::rate_limit::{self, Policy, RateLimitOptions};
-use crate::store::{self, Caches, DatabaseUrl, Pooler, StoreOptions};
+use crate::store::{self, Caches, DatabaseUrl, Pooler, Replicas, StoreOptions};
 use crate::telemetry::{self, LogFormat, LogGuard, LogLevel, LogWriter, Logging};
 use config::{Failure, Parsed};
 use duration::parse_duration;
@@ -340,6 +340,33 @@ struct ServeArgs {
     /// the same either way; only speed differs.
     #[arg(long, env = "PROXYDECK_CACHES", default_value = "all", value_parser = Caches::parse, value_name = "LIST")]
     caches: Caches,
+    /// A read replica (streaming standby) of the PostgreSQL primary to read
+    /// listings and objects from; repeat for several (or separate URLs by
+    /// spaces). Writes, token look-ups and the change feed stay on the
+    /// primary. --database-password-file applies to them too.
+    #[arg(
+        long = "database-replica",
+        env = "PROXYDECK_DATABASE_REPLICA",
+        value_delimiter = ' ',
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    database_replicas: Vec<String>,
+    /// A replica further behind the primary than this is not read from
+    /// until it catches up.
+    #[arg(long, env = "PROXYDECK_REPLICA_MAX_LAG", default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    replica_max_lag: Duration,
+    /// With --database-replica and several instances: a Redis they share,
+    /// where each caller's last write is kept so that its next read sees it
+    /// on any instance (redis://[[user]:password@]host[:port][/db]).
+    /// Without it, an instance knows only the writes made through it.
+    #[arg(
+        long,
+        env = "PROXYDECK_REPLICA_POSITIONS_REDIS",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    replica_positions_redis: Option<String>,
 }
 
 /// `HOST:PORT`, checked for its form only, so that `config check` and a
@@ -381,6 +408,67 @@ fn parse_rate(text: &str) -> Result<Rate, String> {
 }
 
 impl ServeArgs {
+    /// The read replicas to serve with, checked against the primary's
+    /// `database`.
+    fn replicas(
+        &self,
+        database: &DatabaseUrl,
+        password_file: Option<&Path>,
+        effective: &config::Effective,
+    ) -> anyhow::Result<Replicas> {
+        let refuse = |setting: &str, why: String| effective.refuse(setting, why);
+        if self.replica_max_lag < Duration::from_millis(100) {
+            return Err(refuse(
+                "replica-max-lag",
+                "--replica-max-lag: must be 100ms or more".into(),
+            ));
+        }
+        let mut urls = Vec::with_capacity(self.database_replicas.len());
+        for url in self.database_replicas.iter().filter(|url| !url.is_empty()) {
+            if matches!(database, DatabaseUrl::Sqlite(_)) {
+                return Err(refuse(
+                    "database-replica",
+                    "--database-replica: only a postgres:// database has replicas".into(),
+                ));
+            }
+            let Ok(DatabaseUrl::Postgres(url)) = DatabaseUrl::parse(url) else {
+                return Err(refuse(
+                    "database-replica",
+                    "--database-replica: write a postgres:// URL".into(),
+                ));
+            };
+            urls.push(url_with_password_file(
+                &url,
+                password_file,
+                "database-password-file",
+                effective,
+            )?);
+        }
+        let positions_redis = match self.replica_positions_redis.as_deref() {
+            None => None,
+            Some(_) if urls.is_empty() => {
+                return Err(refuse(
+                    "replica-positions-redis",
+                    "--replica-positions-redis: only with --database-replica".into(),
+                ));
+            }
+            Some(url) => {
+                RedisUrl::parse(url).map_err(|why| {
+                    refuse(
+                        "replica-positions-redis",
+                        format!("--replica-positions-redis {why}"),
+                    )
+                })?;
+                Some(url.to_owned())
+            }
+        };
+        Ok(Replicas {
+            urls,
+            max_lag: self.replica_max_lag,
+            positions_redis,
+        })
+    }
+
     /// The options to serve with; an error names the setting and where
     /// its value came from (`effective`).
     fn options(&self, effective: &config::Effective) -> anyhow::Result<ServiceOptions> {
@@ -661,9 +749,11 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
             let options = args.options(effective)?;
             let shutdown = shutdown_signal()?;
             let (database, pooler) = database()?;
+            let password_file = cli.database_password_file.as_deref();
             let store_options = StoreOptions {
                 caches: args.caches,
                 pooler,
+                replicas: args.replicas(&database, password_file, effective)?,
                 ..store_options
             };
             let store = store::open(&database, &store_options).await?;
@@ -717,7 +807,9 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
         Command::Config {
             command: config::ConfigCommand::Check(args),
         } => {
-            database()?;
+            let (database, _) = database()?;
+            let password_file = cli.database_password_file.as_deref();
+            args.replicas(&database, password_file, effective)?;
             args.options(effective)?;
             config::print(effective, &out)
         }

@@ -21,6 +21,7 @@ use crate::http::error::{ApiError, Throttle};
 use crate::http::observe::CallerNote;
 use crate::http::state::AppState;
 use crate::rate_limit::failures::FailureLimiter;
+use crate::store;
 
 pub struct Caller(pub Arc<Principal>);
 
@@ -44,14 +45,17 @@ pub async fn authenticate(
     if let Some(note) = request.extensions().get::<CallerNote>() {
         note.record(&principal);
     }
+    // The store's work for the request is the caller's: its reads see
+    // its own writes (store/caller.rs).
+    let caller: Arc<str> = principal.user_id.as_str().into();
     let Some(metering) = &app.metering else {
         request.extensions_mut().insert(Authenticated(principal));
-        return next.run(request).await;
+        return store::for_caller(caller, next.run(request)).await;
     };
     let verdict = metering.limiter.check(&principal.token_id).await;
     let mut response = if verdict.allowed {
         request.extensions_mut().insert(Authenticated(principal));
-        next.run(request).await
+        store::for_caller(caller, next.run(request)).await
     } else {
         crate::metrics::rate_limit_rejected();
         ApiError::RateLimited {

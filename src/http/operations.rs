@@ -58,7 +58,7 @@ async fn readyz(State(app): State<AppState>) -> Result<Response, ApiError> {
 }
 
 async fn metrics_text(State(app): State<AppState>) -> Response {
-    let text = crate::metrics::render(&app.store.pool_use());
+    let text = crate::metrics::render(&app.store.pool_use(), &app.store.replica_use());
     (
         [(
             header::CONTENT_TYPE,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use crate::metrics::PoolUse;
+use crate::metrics::{PoolUse, ReplicaUse};
 use crate::store::cache::recent_pages::CommitMark;
 use crate::store::error::StoreError;
 use crate::store::sql::db::Db;
@@ -16,11 +16,25 @@ use crate::store::sql::db::Db;
 /// function, so a driver may run it wherever it sees fit, and again).
 pub type Work<Q, T> = for<'a> fn(&'a mut dyn Db, &'a Q) -> BoxFuture<'a, Result<T, StoreError>>;
 
-/// Whether an operation only reads.
+/// Whether an operation only reads, and what its read must see.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
-    Read,
+    Read(Freshness),
     Write,
+}
+
+/// What a read must see, for a driver that has copies of the database
+/// behind its own (PostgreSQL's read replicas, `postgres/replicas.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Freshness {
+    /// Any copy within the allowed lag.
+    Any,
+    /// A copy that has every commit up to this position of the primary's
+    /// log: the caller's own last write (read-your-writes).
+    After(u64),
+    /// Every commit: the primary itself (a token's look-up, the change
+    /// feed, a write's own reads).
+    Latest,
 }
 
 /// Connections for the store, and where the store's operations run on
@@ -50,6 +64,17 @@ pub trait Driver: Send + Sync + 'static {
 
     /// How the driver's connection pools are used now (for the metrics).
     fn pool_use(&self) -> Vec<PoolUse>;
+
+    /// The copies of the database the driver reads from, as last checked.
+    fn replica_use(&self) -> Vec<ReplicaUse> {
+        Vec::new()
+    }
+
+    /// What the current request's reads must see (`caller.rs`): `Any`
+    /// unless the driver keeps copies and the caller wrote lately.
+    fn freshness(self: &Arc<Self>) -> impl Future<Output = Freshness> + Send {
+        std::future::ready(Freshness::Any)
+    }
 
     /// Where the database's commits are now, told without a transaction;
     /// `None` when the driver cannot tell (then pages are always read).

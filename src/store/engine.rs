@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use crate::metrics::PoolUse;
-use crate::store::driver::{Access, Driver, Work, within};
+use crate::metrics::{PoolUse, ReplicaUse};
+use crate::store::driver::{Access, Driver, Freshness, Work, within};
 use crate::store::error::StoreError;
 use crate::store::listing::Listing;
 use crate::store::operation::{Kind, Operation};
@@ -59,12 +59,18 @@ impl<D: Driver> Engine<D> {
         let input = Arc::new((self.dialect, operation));
         let work: Work<Input<O>, O::Output> = work::<O>;
         let driver = &self.driver;
-        if O::KIND == Kind::Read {
-            return bounded_read(driver.clone(), self.request_timeout, O::NAME, input, work).await;
+        if matches!(O::KIND, Kind::Read | Kind::FreshRead) {
+            let freshness = match O::KIND {
+                Kind::FreshRead => Freshness::Latest,
+                _ => driver.freshness().await,
+            };
+            let read = Access::Read(freshness);
+            let timeout = self.request_timeout;
+            return bounded_read(driver.clone(), timeout, O::NAME, read, input, work).await;
         }
         let _timer = OperationTimer::start(O::NAME);
         let result = match O::KIND {
-            Kind::Read => unreachable!("run above"),
+            Kind::Read | Kind::FreshRead => unreachable!("run above"),
             Kind::Write => {
                 let attempt = || {
                     within(
@@ -77,7 +83,11 @@ impl<D: Driver> Engine<D> {
                     result => result,
                 }
             }
-            Kind::OperatorRead => driver.run(Access::Read, input, work).await,
+            // The operator's commands never read from a replica.
+            Kind::OperatorRead => {
+                let read = Access::Read(Freshness::Latest);
+                driver.run(read, input, work).await
+            }
             Kind::OperatorWrite => driver.run(Access::Write, input, work).await,
             Kind::OperatorStream => driver.read_on_thread(input, work).await,
         };
@@ -110,5 +120,9 @@ impl<D: Driver> Engine<D> {
 
     pub fn pool_use(&self) -> Vec<PoolUse> {
         self.driver.pool_use()
+    }
+
+    pub fn replica_use(&self) -> Vec<ReplicaUse> {
+        self.driver.replica_use()
     }
 }

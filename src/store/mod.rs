@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod cache;
+mod caller;
 mod driver;
 mod engine;
 mod error;
@@ -29,7 +30,7 @@ mod tokens;
 use std::path::PathBuf;
 
 use crate::domain::url_password;
-use crate::metrics::PoolUse;
+use crate::metrics::{PoolUse, ReplicaUse};
 use engine::Engine;
 use postgres::PostgresDriver;
 use postgres::dialect::POSTGRES;
@@ -37,12 +38,13 @@ use reader::ReadPath;
 use sqlite::SqliteDriver;
 use sqlite::dialect::SQLITE;
 
+pub use caller::for_caller;
 pub use error::StoreError;
 pub use listing::{
     ApiTokensQuery, Listing, ListingKey, OrganizationsQuery, ProjectsQuery, ProxySettingsQuery,
 };
 pub use operation::Operation;
-pub use options::{Caches, Pooler, StoreOptions};
+pub use options::{Caches, Pooler, Replicas, StoreOptions};
 pub use page::{JsonPage, JsonPageWriter};
 pub use postgres::{PostgresSettings, SslMode};
 pub use sqlite::FILE_CHECK_INTERVAL;
@@ -89,6 +91,12 @@ impl Store {
     /// metrics: cheap, never waits.
     pub fn pool_use(&self) -> Vec<PoolUse> {
         on_engine!(self, engine => engine.pool_use())
+    }
+
+    /// The read replicas as their last checks found them (none unless the
+    /// store reads from replicas).
+    pub fn replica_use(&self) -> Vec<ReplicaUse> {
+        on_engine!(self, engine => engine.replica_use())
     }
 }
 

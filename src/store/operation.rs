@@ -15,6 +15,10 @@ pub enum Kind {
     /// A request's read: bounded by `--db-timeout`, tried once more on
     /// another connection when the first one was lost.
     Read,
+    /// A request's read that must see every commit (a token's look-up,
+    /// the change feed, the health check): as `Read`, on the primary when
+    /// the store reads from replicas.
+    FreshRead,
     /// A request's write: bounded, tried once more when it met a
     /// concurrent one ([`StoreError::Retry`]).
     Write,

@@ -19,6 +19,51 @@ pub struct StoreOptions {
     pub clock: Clock,
     /// PostgreSQL: how the database URL reaches the server.
     pub pooler: Pooler,
+    /// PostgreSQL: read replicas to read from (`serve` only).
+    pub replicas: Replicas,
+}
+
+/// Read replicas of the PostgreSQL primary (`--database-replica`), read
+/// from as `store/postgres/replicas.rs` says.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Replicas {
+    /// Their URLs (each may hold a password); none: every read goes to
+    /// the primary.
+    pub urls: Vec<String>,
+    /// A replica further behind the primary than this is not read from.
+    pub max_lag: Duration,
+    /// A Redis that every instance shares, where each caller's last write
+    /// is kept: without it an instance knows only the writes it made.
+    pub positions_redis: Option<String>,
+}
+
+impl Default for Replicas {
+    fn default() -> Self {
+        Self {
+            urls: Vec::new(),
+            max_lag: Duration::from_secs(5),
+            positions_redis: None,
+        }
+    }
+}
+
+// The URLs may hold passwords.
+impl std::fmt::Debug for Replicas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let masked: Vec<_> = self
+            .urls
+            .iter()
+            .map(|url| crate::domain::url_password::masked(url))
+            .collect();
+        f.debug_struct("Replicas")
+            .field("urls", &masked)
+            .field("max_lag", &self.max_lag)
+            .field(
+                "positions_redis",
+                &self.positions_redis.as_ref().map(|_| "<hidden>"),
+            )
+            .finish()
+    }
 }
 
 /// How the PostgreSQL URL reaches the server (`--database-pooler`).
@@ -60,6 +105,7 @@ impl Default for StoreOptions {
             caches: Caches::ALL,
             clock: Clock::system(),
             pooler: Pooler::Direct,
+            replicas: Replicas::default(),
         }
     }
 }

@@ -21,6 +21,9 @@ const STILL_DOWN_EVERY: Duration = Duration::from_secs(60);
 #[derive(Default)]
 pub struct Outage {
     state: Mutex<Option<Down>>,
+    /// The read replica this outage is of (its `host:port`); `None`: the
+    /// primary, whose outage requests meet.
+    replica: Option<String>,
 }
 
 /// An outage under way.
@@ -49,6 +52,15 @@ enum Said {
 }
 
 impl Outage {
+    /// The outage of the read replica `name`: reads go to the primary
+    /// meanwhile, so its log lines say so.
+    pub fn of_replica(name: String) -> Self {
+        Self {
+            replica: Some(name),
+            ..Self::default()
+        }
+    }
+
     /// Whether a connection attempt may be made now; while the store is
     /// down, one caller at a time gets `Ok`, after the backoff.
     pub fn may_try(&self) -> Result<(), StoreError> {
@@ -57,7 +69,23 @@ impl Outage {
 
     /// A connection attempt failed with `cause`.
     pub fn failed(&self, cause: &dyn Display) {
-        match self.failed_at(Instant::now()) {
+        let said = self.failed_at(Instant::now());
+        if let Some(replica) = &self.replica {
+            match said {
+                Some(Said::Down) => {
+                    tracing::warn!(%cause, %replica, "a read replica is down: its reads go elsewhere; reconnecting with backoff")
+                }
+                Some(Said::StillDown {
+                    for_seconds,
+                    failed_attempts,
+                }) => {
+                    tracing::warn!(%cause, %replica, for_seconds, failed_attempts, "a read replica is still down")
+                }
+                _ => {}
+            }
+            return;
+        }
+        match said {
             Some(Said::Down) => {
                 tracing::warn!(%cause, "the database is down: requests get 503 at once; reconnecting with backoff")
             }
@@ -78,11 +106,13 @@ impl Outage {
             failed_attempts,
         }) = self.reached_at(Instant::now())
         {
-            tracing::info!(
-                down_ms = after_ms as u64,
-                failed_attempts,
-                "the database is back up"
-            );
+            let down_ms = after_ms as u64;
+            match &self.replica {
+                Some(replica) => {
+                    tracing::info!(%replica, down_ms, failed_attempts, "a read replica is back up")
+                }
+                None => tracing::info!(down_ms, failed_attempts, "the database is back up"),
+            }
         }
     }
 

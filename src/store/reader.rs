@@ -16,7 +16,7 @@ use futures_util::future::BoxFuture;
 use crate::store::api;
 use crate::store::cache::recent_pages::{CommitMarks, RecentPages};
 use crate::store::cache::shared_reads::SharedReads;
-use crate::store::driver::{Access, Driver, Work, within};
+use crate::store::driver::{Access, Driver, Freshness, Work, within};
 use crate::store::error::StoreError;
 use crate::store::listing::{Listing, ListingKey};
 use crate::store::page::JsonPage;
@@ -59,17 +59,25 @@ impl<D: Driver> Reader<D> {
     /// A page of a listing.
     pub async fn page(&self, listing: Listing) -> Result<JsonPage, StoreError> {
         let key = ListingKey::new(listing);
+        let freshness = self.driver.freshness().await;
         match &self.recent {
-            Some(recent) => recent.read(key, |key| self.statement_or_shared(key)).await,
-            None => self.statement_or_shared(key).await,
+            Some(recent) => {
+                recent
+                    .read(key, |key| self.statement_or_shared(key, freshness))
+                    .await
+            }
+            None => self.statement_or_shared(key, freshness).await,
         }
     }
 
     /// A page read from the store: by a statement of its own, or by one
-    /// shared with identical reads at the same time.
+    /// shared with identical reads at the same time. Only reads that may
+    /// see any copy of the database share: one that must see its caller's
+    /// last write reads for itself.
     fn statement_or_shared(
         &self,
         key: ListingKey,
+        freshness: Freshness,
     ) -> BoxFuture<'static, Result<JsonPage, StoreError>> {
         let (driver, dialect, timeout) = (self.driver.clone(), self.dialect, self.timeout);
         let statement = move |key: ListingKey| {
@@ -79,13 +87,14 @@ impl<D: Driver> Reader<D> {
                 driver.clone(),
                 timeout,
                 operation,
+                Access::Read(freshness),
                 input,
                 |db, (dialect, key)| Box::pin(api::read_page(db, *dialect, key)),
             )
         };
         match &self.shared {
-            Some(shared) => shared.read(key, statement),
-            None => Box::pin(statement(key)),
+            Some(shared) if freshness == Freshness::Any => shared.read(key, statement),
+            _ => Box::pin(statement(key)),
         }
     }
 }
@@ -98,6 +107,7 @@ pub(crate) async fn bounded_read<D: Driver, Q, T>(
     driver: Arc<D>,
     request_timeout: Duration,
     operation: &'static str,
+    read: Access,
     input: Arc<Q>,
     work: Work<Q, T>,
 ) -> Result<T, StoreError>
@@ -107,7 +117,7 @@ where
 {
     let started = Instant::now();
     let _timer = OperationTimer::start(operation);
-    let attempt = |limit| within(limit, driver.run(Access::Read, input.clone(), work));
+    let attempt = |limit| within(limit, driver.run(read, input.clone(), work));
     match attempt(request_timeout).await {
         Err(StoreError::Unavailable(first)) if started.elapsed() < request_timeout => {
             match attempt(request_timeout.saturating_sub(started.elapsed())).await {

@@ -75,6 +75,7 @@ mod openapi_contract;
 mod operations;
 mod postgres_feed;
 mod postgres_pooler;
+mod postgres_replicas;
 mod postgres_store;
 mod postgres_tls;
 mod rate_limits;

@@ -102,6 +102,30 @@ impl Cluster {
         Ok(cluster)
     }
 
+    /// A streaming replica of `primary` in `dir` (which must not hold a
+    /// cluster yet), made by `pg_basebackup -R`, started, and replaying
+    /// the primary's log as it comes.
+    pub fn replica_of(primary: &Cluster, dir: &Path) -> Result<Self, String> {
+        assert!(!primary.tls, "a replica copies a cluster on its socket");
+        let replica = Self {
+            dir: dir.to_owned(),
+            port: primary.port,
+            tls: false,
+        };
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        hand_to_postgres_user(dir)?;
+        run(server_command("pg_basebackup")?
+            .arg("-D")
+            .arg(replica.data())
+            .arg("-h")
+            .arg(&primary.dir)
+            .args(["-p", &primary.port.to_string(), "-U", "postgres"])
+            .args(["-R", "-X", "stream", "--no-sync", "-c", "fast"]))?;
+        replica.start()?;
+        Ok(replica)
+    }
+
     /// The cluster already in `dir`, started if it was not running.
     pub fn reuse(dir: &Path, port: u16) -> Result<Self, String> {
         let cluster = Self {
@@ -191,7 +215,13 @@ pub fn server_bin() -> Option<PathBuf> {
         std::env::split_paths(&path)
             .find(|dir| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file())
     }) {
-        return Some(found);
+        // Where initdb really is, with the other server programs
+        // (pg_basebackup), when the PATH holds links to a few of them.
+        let real = found.join("initdb").canonicalize().ok();
+        return Some(
+            real.and_then(|initdb| Some(initdb.parent()?.to_owned()))
+                .unwrap_or(found),
+        );
     }
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
@@ -277,6 +307,12 @@ impl PrivateCluster {
     /// [`PrivateCluster::start`], with TLS on a free port of 127.0.0.1.
     pub fn start_with_tls(tls: ServerTls<'_>) -> Option<Self> {
         Self::make(|dir| Cluster::create_with_tls(dir, crate::binary::free_port(), tls))
+    }
+
+    /// A streaming replica of this cluster, of its own.
+    pub fn replica(&self) -> Self {
+        Self::make(|dir| Cluster::replica_of(&self.cluster, dir))
+            .expect("a cluster was made, so a replica can be")
     }
 
     fn make(create: impl FnOnce(&Path) -> Result<Cluster, String>) -> Option<Self> {

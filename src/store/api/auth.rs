@@ -17,7 +17,7 @@ use crate::store::tokens::{TokenGrant, TokenUse};
 #[derive(Clone, Debug)]
 pub struct FindToken(pub TokenDigest);
 
-operation!(FindToken => find_token, Read, "find_token" -> Option<TokenGrant>);
+operation!(FindToken => find_token, FreshRead, "find_token" -> Option<TokenGrant>);
 
 async fn find_token(
     db: &mut dyn Db,

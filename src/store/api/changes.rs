@@ -147,7 +147,7 @@ pub struct ChangesRead {
     pub more: bool,
 }
 
-operation!(ReadChanges => read, Read, "read_changes" -> ChangesRead);
+operation!(ReadChanges => read, FreshRead, "read_changes" -> ChangesRead);
 
 async fn read(db: &mut dyn Db, query: &ReadChanges) -> Result<ChangesRead, StoreError> {
     transaction!(db, begin_read, {

@@ -8,7 +8,7 @@ use crate::store::sql::db::{Db, exists};
 #[derive(Clone, Copy, Debug)]
 pub struct Ping;
 
-operation!(Ping => ping, Read, "ping" -> ());
+operation!(Ping => ping, FreshRead, "ping" -> ());
 
 async fn ping(db: &mut dyn Db, _: &Ping) -> Result<(), StoreError> {
     exists(db, "SELECT 1", &[]).await.map(drop)

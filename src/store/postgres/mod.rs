@@ -41,8 +41,9 @@ use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Config, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::metrics::PoolUse;
-use crate::store::driver::{Access, Driver, Work, on_blocking_thread};
+use crate::metrics::{PoolUse, ReplicaUse};
+use crate::store::caller;
+use crate::store::driver::{Access, Driver, Freshness, Work, on_blocking_thread};
 use crate::store::error::StoreError;
 use crate::store::options::{Pooler, StoreOptions};
 use crate::store::outage::Outage;
@@ -50,7 +51,10 @@ use crate::store::sql::db::{Db, EachRow, Param, Row};
 
 pub mod dialect;
 mod history;
+mod replicas;
 mod settings;
+
+use replicas::Replicas;
 
 pub use settings::{PostgresSettings, SslMode};
 
@@ -108,6 +112,14 @@ fn connection_split(pool_size: u32) -> (usize, usize) {
 }
 
 pub struct PostgresDriver {
+    primary: Arc<Server>,
+    /// `None` when every read goes to the primary.
+    replicas: Option<Arc<Replicas>>,
+}
+
+/// One server's connections: shared clients for single statements, an
+/// exclusive pool for transactions.
+pub(crate) struct Server {
     connector: Connector,
     shared: Vec<SharedClient>,
     next_shared: AtomicUsize,
@@ -116,29 +128,62 @@ pub struct PostgresDriver {
 
 impl PostgresDriver {
     async fn open(url: &str, options: &StoreOptions) -> anyhow::Result<Self> {
+        let statements = match &options.pooler {
+            Pooler::Direct => Statements::Prepared,
+            Pooler::Transaction { .. } => Statements::Unnamed,
+        };
         let (connector, mut setup) = match &options.pooler {
             Pooler::Direct => {
-                let connector = Connector::new(url, options, Statements::Prepared)?;
+                let connector = Connector::new(url, options, statements)?;
                 let setup = connector.first_connection().await?;
                 (connector, setup)
             }
             Pooler::Transaction { direct_url } => {
                 let direct = Connector::new(direct_url, options, Statements::Prepared)?;
                 let setup = direct.first_connection().await?;
-                (Connector::new(url, options, Statements::Unnamed)?, setup)
+                (Connector::new(url, options, statements)?, setup)
             }
         };
         migrate(&mut setup.client).await?;
         drop(setup);
-        let (exclusive, shared) = connection_split(options.pool_size);
-        let mut clients = Vec::with_capacity(shared);
-        for _ in 0..shared {
-            let connection = connector.first_connection().await?;
-            clients.push(SharedClient {
-                current: Mutex::new(Some(Arc::new(connection))),
-                reconnect: tokio::sync::Mutex::new(()),
-            });
+        let primary = Arc::new(Server::open(connector, options).await?);
+        let replicas = Replicas::open(&options.replicas, options, statements, &primary)?;
+        Ok(Self { primary, replicas })
+    }
+
+    /// Notes the position of the write the current caller just made, for
+    /// its next reads (only when reading from replicas).
+    async fn note_write(&self) {
+        if let Some(replicas) = &self.replicas
+            && let Some(caller) = caller::current()
+        {
+            replicas.wrote(caller, &self.primary).await;
         }
+    }
+}
+
+impl Server {
+    /// The server's connections, the shared ones made now (their failure
+    /// is the operator's message).
+    async fn open(connector: Connector, options: &StoreOptions) -> anyhow::Result<Self> {
+        let server = Self::lazy(connector, options)?;
+        for slot in &server.shared {
+            let connection = server.connector.first_connection().await?;
+            *slot.current.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some(Arc::new(connection));
+        }
+        Ok(server)
+    }
+
+    /// The server's connections, each made when first needed.
+    fn lazy(connector: Connector, options: &StoreOptions) -> anyhow::Result<Self> {
+        let (exclusive, shared) = connection_split(options.pool_size);
+        let shared = (0..shared)
+            .map(|_| SharedClient {
+                current: Mutex::new(None),
+                reconnect: tokio::sync::Mutex::new(()),
+            })
+            .collect();
         let pool = managed::Pool::builder(connector.clone())
             .max_size(exclusive)
             .wait_timeout(Some(options.timeout))
@@ -149,10 +194,15 @@ impl PostgresDriver {
             .context("cannot make the PostgreSQL connection pool")?;
         Ok(Self {
             connector,
-            shared: clients,
+            shared,
             next_shared: AtomicUsize::new(0),
             exclusive: pool,
         })
+    }
+
+    /// Where the server names itself in logs and metrics (no password).
+    pub(crate) fn name(&self) -> String {
+        servers(&self.connector.config)
     }
 
     /// A shared client (round robin), connected anew if it was lost.
@@ -181,6 +231,17 @@ impl PostgresDriver {
             }
             other => StoreError::Unavailable(format!("no database connection: {other}")),
         })
+    }
+
+    /// The one `bigint` a statement without parameters answers, sent
+    /// unprepared (fit for a transaction pooler too); `None` for NULL.
+    pub(crate) async fn number(&self, sql: &str) -> Result<Option<i64>, StoreError> {
+        let connection = self.shared_connection().await?;
+        let rows = connection.client.query_typed(sql, &[]).await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::Internal("a position read answered no row".into()))?;
+        Ok(row.try_get(0)?)
     }
 }
 
@@ -214,9 +275,12 @@ async fn migrate(client: &mut Client) -> anyhow::Result<()> {
 }
 
 impl Driver for PostgresDriver {
+    /// A read goes to a replica when one is current enough for it
+    /// (`replicas.rs`), and to the primary when none is or the one chosen
+    /// fails; everything else goes to the primary.
     fn run<Q, T>(
         self: &Arc<Self>,
-        _access: Access,
+        access: Access,
         input: Arc<Q>,
         work: Work<Q, T>,
     ) -> impl Future<Output = Result<T, StoreError>> + Send
@@ -224,8 +288,36 @@ impl Driver for PostgresDriver {
         Q: Send + Sync + 'static,
         T: Send + 'static,
     {
-        let mut session = PgSession::new(self.clone(), None);
-        async move { work(&mut session, &input).await }
+        let driver = self.clone();
+        async move {
+            if let (Access::Read(freshness), Some(replicas)) = (access, &driver.replicas)
+                && let Some(replica) = replicas.choose(freshness)
+            {
+                let mut session = PgSession::new(replica.server().clone(), None);
+                match work(&mut session, &input).await {
+                    Err(failure @ (StoreError::Unavailable(_) | StoreError::Down)) => {
+                        replica.failed(&failure);
+                    }
+                    // A statement the standby cancelled (a conflict with
+                    // recovery): the primary answers it.
+                    Err(StoreError::Internal(_)) => {}
+                    answer => return answer,
+                }
+            }
+            let mut session = PgSession::new(driver.primary.clone(), None);
+            let answer = work(&mut session, &input).await;
+            if access == Access::Write && answer.is_ok() {
+                driver.note_write().await;
+            }
+            answer
+        }
+    }
+
+    async fn freshness(self: &Arc<Self>) -> Freshness {
+        match (&self.replicas, caller::current()) {
+            (Some(replicas), Some(caller)) => replicas.freshness_for(&caller).await,
+            _ => Freshness::Any,
+        }
     }
 
     /// The job keeps one exclusive connection from start to end.
@@ -238,27 +330,34 @@ impl Driver for PostgresDriver {
         Q: Send + Sync + 'static,
         T: Send + 'static,
     {
-        let driver = self.clone();
+        let primary = self.primary.clone();
         async move {
-            let connection = driver.checkout().await?;
-            let session = PgSession::new(driver, Some(connection));
+            let connection = primary.checkout().await?;
+            let session = PgSession::new(primary, Some(connection));
             on_blocking_thread(move || Ok(session), input, work).await
         }
+    }
+
+    fn replica_use(&self) -> Vec<ReplicaUse> {
+        self.replicas
+            .as_ref()
+            .map_or_else(Vec::new, |replicas| replicas.in_use())
     }
 
     /// Shared clients carry many requests' statements at once, so each
     /// live one counts as in use; the exclusive pool says what it holds.
     fn pool_use(&self) -> Vec<PoolUse> {
-        let live = self
+        let primary = &self.primary;
+        let live = primary
             .shared
             .iter()
             .filter(|slot| slot.live().is_some())
             .count();
-        let exclusive = self.exclusive.status();
+        let exclusive = primary.exclusive.status();
         vec![
             PoolUse {
                 pool: "shared",
-                max_size: self.shared.len(),
+                max_size: primary.shared.len(),
                 idle: 0,
                 in_use: live,
                 waiting: None,
@@ -291,7 +390,8 @@ impl SharedClient {
 /// The store's work on PostgreSQL: single statements go to a shared
 /// client; a transaction takes an exclusive connection for its duration.
 pub struct PgSession {
-    driver: Arc<PostgresDriver>,
+    /// The server the session's statements go to.
+    server: Arc<Server>,
     exclusive: Option<Object<Connector>>,
     /// The exclusive connection stays for the whole session (a job that
     /// checked it out up front).
@@ -307,9 +407,9 @@ pub struct PgSession {
 }
 
 impl PgSession {
-    fn new(driver: Arc<PostgresDriver>, pinned: Option<Object<Connector>>) -> Self {
+    fn new(server: Arc<Server>, pinned: Option<Object<Connector>>) -> Self {
         Self {
-            driver,
+            server,
             pinned: pinned.is_some(),
             exclusive: pinned,
             in_transaction: false,
@@ -320,7 +420,7 @@ impl PgSession {
     async fn begin(&mut self, sql: &str) -> Result<(), StoreError> {
         let connection = match self.exclusive.take() {
             Some(connection) => connection,
-            None => self.driver.checkout().await?,
+            None => self.server.checkout().await?,
         };
         let connection = self.exclusive.insert(connection);
         self.in_transaction = true;
@@ -366,11 +466,11 @@ impl Db for PgSession {
         match &self.exclusive {
             Some(connection) => connection.query(sql, params, each).await,
             None if self.apart => {
-                let connection = self.driver.checkout().await?;
+                let connection = self.server.checkout().await?;
                 connection.query(sql, params, each).await
             }
             None => {
-                let shared = self.driver.shared_connection().await?;
+                let shared = self.server.shared_connection().await?;
                 shared.query(sql, params, each).await
             }
         }
@@ -380,7 +480,7 @@ impl Db for PgSession {
         match &self.exclusive {
             Some(connection) => connection.execute(sql, params).await,
             None => {
-                let shared = self.driver.shared_connection().await?;
+                let shared = self.server.shared_connection().await?;
                 shared.execute(sql, params).await
             }
         }
@@ -668,6 +768,18 @@ enum Statements {
 }
 
 impl Connector {
+    /// A connector to a read replica: its outage is logged as the
+    /// replica's, and costs no request its answer.
+    fn for_replica(
+        url: &str,
+        options: &StoreOptions,
+        statements: Statements,
+    ) -> anyhow::Result<Self> {
+        let mut connector = Self::new(url, options, statements)?;
+        connector.outage = Arc::new(Outage::of_replica(servers(&connector.config)));
+        Ok(connector)
+    }
+
     fn new(url: &str, options: &StoreOptions, statements: Statements) -> anyhow::Result<Self> {
         // The URL may hold a password: errors never repeat it.
         let PostgresSettings {

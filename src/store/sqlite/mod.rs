@@ -143,13 +143,13 @@ impl Driver for SqliteDriver {
     {
         let driver = self.clone();
         async move {
-            if access == Access::Read
+            if matches!(access, Access::Read(_))
                 && let Some(mut connection) = driver.readers.try_get()
             {
                 return work(&mut connection, &input).await;
             }
             let pool = match access {
-                Access::Read => driver.readers.clone(),
+                Access::Read(_) => driver.readers.clone(),
                 Access::Write => driver.writer.clone(),
             };
             on_blocking_thread(move || checkout(&pool), input, work).await

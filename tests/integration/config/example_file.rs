@@ -33,7 +33,7 @@ fn the_example_file_names_every_setting_at_its_default() {
     let file = write_file(&sandbox, "uncommented.toml", &uncommented);
     let all_set = check_json(&sandbox, &["--config", &file.display().to_string()], &[]);
     let settings = as_is["settings"].as_object().unwrap();
-    assert_eq!(settings.len(), 28, "{as_is}");
+    assert_eq!(settings.len(), 31, "{as_is}");
     for (name, setting) in settings {
         assert!(
             example.contains(&format!("\n# {name} = ")),
@@ -55,9 +55,17 @@ fn the_example_file_names_every_setting_at_its_default() {
 
 /// Settings the test leaves commented out: password files need a file
 /// that exists and (the database's) a postgres:// URL; the direct URL
-/// needs a pooler in front of a postgres:// database.
+/// needs a pooler in front of a postgres:// database, replicas a
+/// postgres:// database, and the replicas' Redis replicas.
 fn stays_commented(setting: &str) -> bool {
-    setting.contains("-password-file = ") || setting.starts_with("database-direct-url = ")
+    setting.contains("-password-file = ")
+        || [
+            "database-direct-url = ",
+            "database-replica = ",
+            "replica-positions-redis = ",
+        ]
+        .iter()
+        .any(|name| setting.starts_with(name))
 }
 
 /// Whether a comment of the example file is a setting: `name = value`.

@@ -259,6 +259,58 @@ fn bad_environment_variables_and_flags_are_refused_with_the_setting_name() {
             None,
             &["--database-direct-url: only with --database-pooler transaction"],
         ),
+        // Read replicas: of a postgres:// database, postgres:// URLs, a
+        // lag that a check can tell, and a Redis for replicas only.
+        (
+            &["--database-replica", "postgres://replica/x"],
+            None,
+            &["--database-replica: only a postgres:// database has replicas"],
+        ),
+        (
+            &["--database", "postgres://db/x"],
+            Some((
+                "PROXYDECK_DATABASE_REPLICA",
+                "postgres://replica/x sqlite://x.db",
+            )),
+            &[
+                "--database-replica: write a postgres:// URL",
+                "(the value of PROXYDECK_DATABASE_REPLICA)",
+            ],
+        ),
+        (
+            &[
+                "--database",
+                "postgres://db/x",
+                "--database-replica",
+                "postgres://replica/x",
+                "--replica-max-lag",
+                "10ms",
+            ],
+            None,
+            &["--replica-max-lag: must be 100ms or more"],
+        ),
+        (
+            &[
+                "--database",
+                "postgres://db/x",
+                "--replica-positions-redis",
+                "redis://cache",
+            ],
+            None,
+            &["--replica-positions-redis: only with --database-replica"],
+        ),
+        (
+            &[
+                "--database",
+                "postgres://db/x",
+                "--database-replica",
+                "postgres://replica/x",
+                "--replica-positions-redis",
+                "http://cache",
+            ],
+            None,
+            &["--replica-positions-redis must be a Redis URL"],
+        ),
         (
             &[],
             Some(("PROXYDECK_RATE_LIMIT_REDIS", "http://x")),

@@ -190,6 +190,53 @@ fn a_password_on_the_command_line_is_warned_of_once() {
     }
 }
 
+/// Read replicas' URLs and their Redis: each replica shown masked, a
+/// password on the command line warned of with the password file that
+/// serves it (`--database-password-file`), and none for the Redis, which
+/// has no such file.
+#[test]
+fn replica_passwords_are_masked_and_warned_of() {
+    let sandbox = Sandbox::new();
+    let second = "postgres://app:hunter2two@replica-2.example/proxydeck";
+    let out = run(
+        &sandbox,
+        &[
+            &["config", "check"],
+            &["--database", "postgres://app@db.example/proxydeck"],
+            &["--database-replica", PG_URL, "--database-replica", second],
+            &["--replica-positions-redis", REDIS_URL],
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{out:#?}");
+    assert_no_secret(&out);
+    assert!(
+        out.stdout.contains(&format!(
+            "{PG_SHOWN} postgres://app:****@replica-2.example/proxydeck"
+        )),
+        "{out:#?}"
+    );
+    assert!(out.stdout.contains(REDIS_SHOWN), "{out:#?}");
+    let warning = |flag: &str| {
+        out.stderr
+            .lines()
+            .find(|line| line.contains(&format!("{flag} {PASSWORD_WARNING}")))
+            .unwrap_or_else(|| panic!("no warning for {flag}: {out:#?}"))
+            .to_owned()
+    };
+    assert!(
+        warning("--database-replica").ends_with(
+            "give the URL in PROXYDECK_DATABASE_REPLICA, or the password in --database-password-file"
+        ),
+        "{out:#?}"
+    );
+    assert!(
+        warning("--replica-positions-redis")
+            .ends_with("give the URL in PROXYDECK_REPLICA_POSITIONS_REDIS"),
+        "{out:#?}"
+    );
+}
+
 /// `--database-password-file` and `--rate-limit-redis-password-file` (and
 /// their variables): the password is the file's one line, put into the URL
 /// the store and Redis are reached with; a password in both places, a file

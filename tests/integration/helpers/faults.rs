@@ -192,7 +192,7 @@ pub fn metric(series: &str) -> f64 {
         "this test counts its process's metrics: run it with `cargo nextest run` \
          (one process per test), not `cargo test`"
     );
-    sample(&proxydeck::metrics::render(&[]), series).unwrap_or(0.0)
+    sample(&proxydeck::metrics::render(&[], &[]), series).unwrap_or(0.0)
 }
 
 /// The value of `series` (`name{labels}`) in a `/metrics` text.

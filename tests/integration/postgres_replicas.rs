@@ -1,0 +1,288 @@
+//! Reads from a streaming replica (`--database-replica`): a real replica
+//! made by `pg_basebackup -R` of a throwaway primary, its replay paused
+//! (`pg_wal_replay_pause()`) to make it fall behind.
+//!
+//! Which server answered shows in the data: with the replay paused, a
+//! write made after the pause is on the primary only.
+
+use std::time::{Duration, Instant};
+
+use proxydeck::store::{DatabaseUrl, Replicas, StoreOptions};
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use crate::postgres_cluster::PrivateCluster;
+
+/// A primary, its replica, and the service reading from it with
+/// `max_lag`, and `positions_redis`; users u1 and u2 in one organization.
+struct Setup {
+    /// Kept running while the test runs.
+    _primary: PrivateCluster,
+    replica: PrivateCluster,
+    app: TestApp,
+    u1: String,
+    u2: String,
+}
+
+async fn setup(max_lag: Duration, positions_redis: Option<&str>) -> Option<Setup> {
+    let primary = PrivateCluster::start()?;
+    let replica = primary.replica();
+    let options = StoreOptions {
+        replicas: Replicas {
+            urls: vec![replica.cluster.url()],
+            max_lag,
+            positions_redis: positions_redis.map(str::to_owned),
+        },
+        ..StoreOptions::default()
+    };
+    let data = TestStore::at(DatabaseUrl::Postgres(primary.cluster.url()), options).await;
+    let app = TestApp::on(data).await;
+    app.seed(vec![org(1), user("u1", &[1]), user("u2", &[1])])
+        .await;
+    let (u1, u2) = (app.token("u1").await, app.token("u2").await);
+    // The replica has the tokens once it is read from: replay is running.
+    until("the replica is read from", || reads_from_replica(&app)).await;
+    let metrics = replica_metrics(&app).await;
+    let replica_name = format!("{}/.s.PGSQL.5432", replica.dir.display());
+    assert!(
+        metrics.contains(&format!(
+            "proxydeck_db_replica_usable{{replica=\"{replica_name}\"}} 1"
+        )),
+        "{metrics:?}"
+    );
+    Some(Setup {
+        _primary: primary,
+        replica,
+        app,
+        u1,
+        u2,
+    })
+}
+
+/// Whether the service reads from its replica now (its own store's view:
+/// the metrics are the test process's, shared by its instances).
+fn reads_from_replica(app: &TestApp) -> bool {
+    app.store.replica_use().iter().any(|replica| replica.usable)
+}
+
+/// What the metrics say of the replica.
+async fn replica_metrics(app: &TestApp) -> Vec<String> {
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .expect("the metrics answer")
+        .text()
+        .await
+        .expect("a text");
+    metrics
+        .lines()
+        .filter(|line| line.starts_with("proxydeck_db_replica_"))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn pause_replay(replica: &PrivateCluster) {
+    postgres_admin(&replica.cluster.url(), "SELECT pg_wal_replay_pause()");
+}
+
+fn resume_replay(replica: &PrivateCluster) {
+    postgres_admin(&replica.cluster.url(), "SELECT pg_wal_replay_resume()");
+}
+
+async fn create_project(app: &TestApp, token: &str, slug: &str) -> String {
+    let body = json!({"organization_id": org_id(1), "slug": slug});
+    let (status, created, _) = send(
+        app,
+        reqwest::Method::POST,
+        "/v1/projects",
+        token,
+        &[],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
+    created["id"].as_str().expect("an id").to_owned()
+}
+
+/// The ids of the projects `token`'s caller lists through `app`.
+async fn listed(app: &TestApp, token: &str) -> Vec<String> {
+    let (status, body) = app.get_json("/v1/projects?limit=100", token).await;
+    assert_eq!(status, 200, "{body}");
+    ids(&body)
+}
+
+async fn sees(app: &TestApp, token: &str, id: &str) -> bool {
+    listed(app, token).await.iter().any(|seen| seen == id)
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    page["data"]
+        .as_array()
+        .expect("a page")
+        .iter()
+        .map(|item| item["id"].as_str().expect("an id").to_owned())
+        .collect()
+}
+
+/// Reads go to the replica; a caller's own write is seen at once by its
+/// reads, on this instance and, through the shared positions in Redis, on
+/// another; a caller who did not write sees the replica's (older) data
+/// until the replica replays the write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_go_to_the_replica_and_a_caller_reads_its_own_writes_on_any_instance() {
+    // A database of Redis' own: no other test's positions.
+    let redis = "redis://127.0.0.1:6379/11";
+    let Some(setup) = setup(Duration::from_secs(60), Some(redis)).await else {
+        return;
+    };
+    let Setup {
+        app,
+        replica,
+        u1,
+        u2,
+        ..
+    } = &setup;
+    let options = StoreOptions {
+        replicas: Replicas {
+            urls: vec![replica.cluster.url()],
+            max_lag: Duration::from_secs(60),
+            positions_redis: Some(redis.to_owned()),
+        },
+        ..StoreOptions::default()
+    };
+    let other = app.another_instance_on(test_options(), options).await;
+    until("the other instance reads from the replica", || {
+        reads_from_replica(&other)
+    })
+    .await;
+
+    pause_replay(replica);
+    let written = create_project(app, u1, "after-the-pause").await;
+    assert!(sees(app, u1, &written).await, "the writer reads its write");
+    // Someone else reads the replica, which has not replayed the write.
+    assert!(!sees(app, u2, &written).await, "u2's read is the replica's");
+    assert!(!sees(&other, u2, &written).await);
+    assert!(
+        sees(&other, u1, &written).await,
+        "the writer reads its write through another instance"
+    );
+    let (status, one) = other.get_json(&format!("/v1/projects/{written}"), u1).await;
+    assert_eq!(status, 200, "{one}");
+
+    // A token made now authenticates at once on either instance: token
+    // look-ups read the primary (the replica has not replayed it).
+    let body = json!({"name": "made-while-paused"});
+    let (status, created, _) = send(
+        app,
+        reqwest::Method::POST,
+        "/v1/api_tokens",
+        u1,
+        &[],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
+    let secret = created["token"].as_str().expect("the secret");
+    assert_eq!(other.get_json("/v1/projects", secret).await.0, 200);
+    assert_eq!(app.get_json("/v1/projects", secret).await.0, 200);
+
+    resume_replay(replica);
+    eventually("the replica replays the write", || sees(app, u2, &written)).await;
+}
+
+/// A replica further behind than the allowed lag is skipped: reads go to
+/// the primary and see every write; once it catches up it is read again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_behind_more_than_the_allowed_lag_is_skipped_until_it_catches_up() {
+    let Some(setup) = setup(Duration::from_secs(2), None).await else {
+        return;
+    };
+    let Setup {
+        app,
+        replica,
+        u1,
+        u2,
+        ..
+    } = &setup;
+    pause_replay(replica);
+    let first = create_project(app, u1, "first").await;
+    // Within the lag, u2's reads are the replica's.
+    assert!(!sees(app, u2, &first).await, "u2's read is the replica's");
+    until_not_read_from(app).await;
+    assert!(sees(app, u2, &first).await, "reads go to the primary");
+
+    resume_replay(replica);
+    assert_read_from_again(&setup, "second").await;
+}
+
+/// A replica that stops costs no request its answer (reads flowing to it
+/// when it stops are answered by the primary), and is read from again
+/// once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_stops_is_skipped_and_taken_back_when_it_restarts() {
+    let Some(setup) = setup(Duration::from_secs(60), None).await else {
+        return;
+    };
+    let Setup {
+        app,
+        replica,
+        u1,
+        u2,
+        ..
+    } = &setup;
+    let load = RequestLoad::start(app, "/v1/projects", u2, 4);
+    let started = Instant::now();
+    load.until("reads flow", |seen| seen.count(200, started) >= 8)
+        .await;
+    replica.cluster.stop().expect("the replica stops");
+    until_not_read_from(app).await;
+    let skipped = Instant::now();
+    load.until("reads flow without the replica", |seen| {
+        seen.count(200, skipped) >= 8
+    })
+    .await;
+    let failed: Vec<_> = load
+        .finish()
+        .await
+        .into_iter()
+        .filter(|answer| answer.status != 200)
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} reads failed, the first: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    let during = create_project(app, u1, "while-it-is-down").await;
+    assert!(sees(app, u2, &during).await, "reads go to the primary");
+
+    replica.cluster.start().expect("the replica starts again");
+    assert_read_from_again(&setup, "after-it-came-back").await;
+}
+
+/// The replica is read from again: once the service finds it current,
+/// with its replay paused, u1's new write `slug` is in u1's reads but not
+/// in u2's, which are the replica's.
+async fn assert_read_from_again(setup: &Setup, slug: &str) {
+    let Setup {
+        app,
+        replica,
+        u1,
+        u2,
+        ..
+    } = setup;
+    until("the replica is read again", || reads_from_replica(app)).await;
+    pause_replay(replica);
+    let written = create_project(app, u1, slug).await;
+    assert!(
+        !sees(app, u2, &written).await,
+        "u2's read is the replica's again"
+    );
+    assert!(sees(app, u1, &written).await, "u1 reads its write");
+}
+
+async fn until_not_read_from(app: &TestApp) {
+    until("the replica is not read from", || !reads_from_replica(app)).await;
+}
