@@ -135,12 +135,12 @@ impl PostgresDriver {
         let (connector, mut setup) = match &options.pooler {
             Pooler::Direct => {
                 let connector = Connector::new(url, options, statements)?;
-                let setup = connector.first_connection().await?;
+                let setup = connector.connect_at_start().await?;
                 (connector, setup)
             }
             Pooler::Transaction { direct_url } => {
                 let direct = Connector::new(direct_url, options, Statements::Prepared)?;
-                let setup = direct.first_connection().await?;
+                let setup = direct.connect_at_start().await?;
                 (Connector::new(url, options, statements)?, setup)
             }
         };
@@ -168,7 +168,7 @@ impl Server {
     async fn open(connector: Connector, options: &StoreOptions) -> anyhow::Result<Self> {
         let server = Self::lazy(connector, options)?;
         for slot in &server.shared {
-            let connection = server.connector.first_connection().await?;
+            let connection = server.connector.connect_at_start().await?;
             *slot.current.lock().unwrap_or_else(PoisonError::into_inner) =
                 Some(Arc::new(connection));
         }
@@ -240,7 +240,7 @@ impl Server {
         let rows = connection.client.query_typed(sql, &[]).await?;
         let row = rows
             .first()
-            .ok_or_else(|| StoreError::Internal("a position read answered no row".into()))?;
+            .ok_or_else(|| StoreError::Internal("a one-number statement answered no row".into()))?;
         Ok(row.try_get(0)?)
     }
 }
@@ -818,8 +818,9 @@ impl Connector {
         format!("cannot connect to PostgreSQL at {}", servers(&self.config))
     }
 
-    /// The first connection, with what its failure tells the operator.
-    async fn first_connection(&self) -> anyhow::Result<PgConnection> {
+    /// A connection made at start (the migrations', the primary's shared
+    /// clients'), whose failure tells the operator what to do.
+    async fn connect_at_start(&self) -> anyhow::Result<PgConnection> {
         self.connect().await.map_err(|error| {
             // pgbouncer's refusal of the session options.
             let hint = if error.to_string().contains("unsupported startup parameter") {

@@ -1,18 +1,19 @@
 //! Reads from the primary's streaming replicas (`--database-replica`).
 //!
-//! A monitor checks every replica each [`Replicas::tick`]: it samples the
-//! primary's log position, then reads each replica's replay position. A
-//! replica's lag is the age of the newest sample it has replayed: it holds
-//! every commit made before that sample was taken. A replica more than
-//! `--replica-max-lag` behind, or that does not answer its check, or that
+//! A monitor checks every replica each [`Replicas::tick`]: it samples how
+//! far the primary's log is flushed, then reads each replica's replay
+//! position. A replica's lag is the age of the newest sample it has
+//! replayed: it holds every commit made before that sample was taken
+//! (`lag`). A replica more than `--replica-max-lag` behind (give or take
+//! a tick), or that does not answer its check, or that
 //! fails a read, is not read from until a check finds it current again;
 //! its reads go to another replica or to the primary, never failing for it.
 //!
 //! Read-your-writes, as GitLab's database load balancer does it: after a
 //! caller's write, the primary's log position is kept for that caller,
 //! and the caller's reads go only to a replica that has replayed that far
-//! (otherwise to the primary). A position is kept `max_lag` long: past it,
-//! every replica still read from has replayed it. It is kept in this
+//! (otherwise to the primary). A position is kept `max_lag` and a second
+//! long: past it, every replica still read from has replayed it. It is kept in this
 //! instance's memory and, given `--replica-positions-redis`, in a Redis
 //! every instance shares, so that a caller's next read sees its write
 //! whichever instance serves it. Without that Redis, a read that another
@@ -53,6 +54,8 @@ pub(crate) struct Replicas {
     positions: Positions,
     /// Where the next read starts looking (round robin).
     next: AtomicUsize,
+    /// Bound on one check of a server, and on reading a write's position.
+    check_timeout: Duration,
 }
 
 pub(crate) struct Replica {
@@ -99,13 +102,9 @@ impl Replicas {
             max_lag: settings.max_lag,
             positions: Positions::new(settings, options.timeout)?,
             next: AtomicUsize::new(0),
+            check_timeout: options.timeout.min(Duration::from_secs(1)),
         });
-        let check_timeout = options.timeout.min(Duration::from_secs(1));
-        tokio::spawn(watch(
-            Arc::downgrade(&replicas),
-            Arc::downgrade(primary),
-            check_timeout,
-        ));
+        tokio::spawn(watch(Arc::downgrade(&replicas), Arc::downgrade(primary)));
         Ok(Some(replicas))
     }
 
@@ -212,7 +211,7 @@ impl Replica {
 }
 
 /// Checks the replicas each tick while the store is open.
-async fn watch(replicas: Weak<Replicas>, primary: Weak<Server>, check_timeout: Duration) {
+async fn watch(replicas: Weak<Replicas>, primary: Weak<Server>) {
     // Samples of the primary's position, oldest first, as far back as a
     // usable replica can be behind.
     let mut samples: VecDeque<(Instant, u64)> = VecDeque::new();
@@ -221,7 +220,7 @@ async fn watch(replicas: Weak<Replicas>, primary: Weak<Server>, check_timeout: D
         let (Some(replicas), Some(primary)) = (replicas.upgrade(), primary.upgrade()) else {
             return;
         };
-        let tick = replicas.tick();
+        let (tick, check_timeout) = (replicas.tick(), replicas.check_timeout);
         // Taken before asking: the position answered is at least the one
         // the primary had at this instant.
         let sampled = Instant::now();

@@ -13,6 +13,8 @@ pub struct TestApp {
     /// The service's clock (and its store's, when the app opened it):
     /// a test moves it instead of waiting for a lifetime to pass.
     pub clock: Clock,
+    /// What the service was started with (a restart keeps it).
+    options: ServiceOptions,
     auth: Arc<Authenticator>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -83,10 +85,7 @@ impl TestApp {
     /// tail, its caches), and it listens on another port.
     pub async fn restart(self) -> Self {
         let data = self.data.clone();
-        let options = ServiceOptions {
-            clock: self.clock.clone(),
-            ..test_options()
-        };
+        let options = self.options.clone();
         self.stop().await;
         Self::serve_again(data, options, suite_store_options()).await
     }
@@ -99,7 +98,7 @@ impl TestApp {
 
     async fn serve(store: Arc<Store>, data: Arc<TestStore>, options: ServiceOptions) -> Self {
         let clock = options.clock.clone();
-        let service = Service::bind(store.clone(), options)
+        let service = Service::bind(store.clone(), options.clone())
             .await
             .expect("the service binds");
         let address = service.local_addr();
@@ -116,6 +115,7 @@ impl TestApp {
             client: client_builder().build().expect("an HTTP client"),
             data,
             clock,
+            options,
             auth,
             shutdown: Some(shutdown),
             task: Some(task),
