@@ -18,6 +18,13 @@
 //! `limit + 1` bodies (the one past the page only tells that more follow),
 //! in one statement, one snapshot, whose start item is looked up and
 //! checked against the caller's organizations inside it.
+//!
+//! 3. For a few organizations ([`SMALL_MERGE_ORGANIZATIONS`]), instead of
+//!    the merge: each organization's first `limit + 1` rows, bodies
+//!    included (`LATERAL`), the best `limit + 1` of them. It reads up to
+//!    that many times the page's rows, and costs PostgreSQL less than the
+//!    merge's steps below that (bench/RESULTS.md, "A few organizations'
+//!    page").
 
 use std::sync::{LazyLock, OnceLock};
 
@@ -46,6 +53,10 @@ fn project_upsert() -> &'static str {
     &SQL
 }
 
+/// Organizations a caller may be in, at most, for a page of their projects
+/// to be read as each one's first rows (`small_merge_sql`).
+const SMALL_MERGE_ORGANIZATIONS: usize = 3;
+
 async fn organizations_page(
     db: &mut dyn Db,
     set: &OrganizationSet,
@@ -59,9 +70,13 @@ async fn organizations_page(
             return Ok(found);
         }
     }
+    let statements = &statements()[variant(page)];
+    if set.len() <= SMALL_MERGE_ORGANIZATIONS {
+        return merge(db, &statements.small_merge, set, page).await;
+    }
     let long = set.len() >= LONG_MERGE_ORGANIZATIONS;
     db.expect_long_statements(long);
-    let merged = merge(db, set, page).await;
+    let merged = merge(db, &statements.merge, set, page).await;
     db.expect_long_statements(false);
     merged
 }
@@ -87,12 +102,14 @@ async fn scan(
     .await
 }
 
+/// A merge statement's page: `sql` takes $1 the organizations' numbers,
+/// $2 the number of rows, then $3 the start key.
 async fn merge(
     db: &mut dyn Db,
+    sql: &str,
     set: &OrganizationSet,
     page: &PageRequest,
 ) -> Result<JsonPage, StoreError> {
-    let sql = &statements()[variant(page)].merge;
     let mut params = vec![
         Param::IntList(set.numbers()),
         Param::Int(page.fetch_count() as i64),
@@ -104,10 +121,11 @@ async fn merge(
     .await
 }
 
-/// The two statements of one page shape.
+/// The statements of one page shape.
 struct Statements {
     scan: String,
     merge: String,
+    small_merge: String,
 }
 
 /// Descending or ascending, after a start key or from the first item.
@@ -127,6 +145,7 @@ fn statements() -> &'static [Statements; 4] {
         .map(|(direction, after)| Statements {
             scan: scan_sql(direction, after),
             merge: merge_sql(direction, after),
+            small_merge: small_merge_sql(direction, after),
         })
     })
 }
@@ -176,20 +195,44 @@ fn scan_sql(direction: Direction, after: bool) -> String {
     )
 }
 
+/// The start item, when `after`: a `WITH` clause's table `start` ($3, in
+/// one of the organizations $1), and the condition of the rows past it.
+fn start_of_merge(direction: Direction, after: bool) -> (&'static str, String) {
+    if !after {
+        return ("", String::new());
+    }
+    let (beyond, _, _) = order(direction);
+    (
+        "start AS (SELECT created_at, id FROM projects \
+         WHERE id = $3 AND organization_number = ANY($1)),",
+        format!("AND (created_at, id) {beyond} (SELECT created_at, id FROM start)"),
+    )
+}
+
+/// $1 the organizations' numbers, $2 the number of rows, then $3 the start
+/// key when `after`: each organization's first $2 rows with their bodies,
+/// the best $2 of them.
+fn small_merge_sql(direction: Direction, after: bool) -> String {
+    let (_, order, _) = order(direction);
+    let (start_cte, after_start) = start_of_merge(direction, after);
+    let with = match start_cte.strip_suffix(',') {
+        Some(start) => format!("WITH {start} "),
+        None => String::new(),
+    };
+    format!(
+        "{with}SELECT t.created_at, t.id, t.body FROM unnest($1::bigint[]) AS o(n) \
+         CROSS JOIN LATERAL (SELECT created_at, id, body FROM projects \
+           WHERE deleted_at IS NULL AND organization_number = o.n {after_start} \
+           ORDER BY created_at {order}, id {order} LIMIT $2) AS t \
+         ORDER BY t.created_at {order}, t.id {order} LIMIT $2"
+    )
+}
+
 /// $1 the organizations' numbers, $2 the number of rows, then $3 the start
 /// key when `after`.
 fn merge_sql(direction: Direction, after: bool) -> String {
-    let (beyond, order, [far_time, far_id]) = order(direction);
-    let (start_cte, after_start) = if after {
-        (
-            "start AS (SELECT created_at, id FROM projects \
-             WHERE id = $3 AND organization_number = ANY($1)),"
-                .to_string(),
-            format!("AND (created_at, id) {beyond} (SELECT created_at, id FROM start)"),
-        )
-    } else {
-        (String::new(), String::new())
-    };
+    let (_, order, [far_time, far_id]) = order(direction);
+    let (start_cte, after_start) = start_of_merge(direction, after);
     // The far bound: the worst of the best `$2` first entries, when there
     // are that many; the far end of the order otherwise.
     let within = match direction {
