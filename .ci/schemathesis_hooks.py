@@ -31,9 +31,8 @@ NO_TOKEN_ID = "00000000-0000-7000-8000-00000000dead"
 #   rate_limiting[i].conditions.path - a regex member compiles (the
 #                checks before activation, docs/management.md); a random
 #                string seldom does.
-#   routes[i].rank - route ranks are unique in a revision.
-#   backends[i].address, backends[i].ca_certificate - host:port with a
-#                valid host and a port up to 65535; PEM certificates.
+#   backends[i].address, backends[i].ca_certificate - a valid host with an
+#                optional port up to 65535; PEM certificates (or "").
 #   Idempotency-Key - not taken with dry_run=true (a dry run keeps nothing
 #                to replay), nor holding an API token's prefix.
 #   error      - reportEdge's `error` goes with status `failed` only (the
@@ -45,7 +44,7 @@ NO_TOKEN_ID = "00000000-0000-7000-8000-00000000dead"
 BEYOND_THE_SCHEMA = re.compile(
     r"start_key|id|(trusted_ips|blocked_ips)\[\d+\]|external_project_url|expires_at"
     r"|backends\[\d+\]\.(name|default|address|ca_certificate)"
-    r"|routes\[\d+\]\.(backend_name|path|rank)"
+    r"|routes\[\d+\]\.(backend_name|path)"
     r"|proxy_only_path_regex|override_cache\[\d+\]\.path|rate_limiting\[\d+\]\.conditions\.path"
     r"|Idempotency-Key"
     r"|error"

@@ -16,7 +16,7 @@ use crate::clock::Clock;
 use crate::console;
 use crate::feed::{Feed, FeedOptions};
 use crate::http::transport::server::{self, ServerOptions};
-use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits, Services};
+use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits, Routes, Services};
 use crate::rate_limit::failures::FailureLimiter;
 use crate::rate_limit::{RateLimitOptions, RateLimiter};
 use crate::store::Store;
@@ -68,14 +68,21 @@ pub struct Service {
     server: ServerOptions,
 }
 
-impl Service {
-    /// Binds the listener, so that the address is known (and taken) before
-    /// the service runs.
-    pub async fn bind(store: Arc<Store>, options: ServiceOptions) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(&options.listen)
+/// The service's sockets, bound before anything else is made: a start
+/// on an address already taken fails before it opens (or creates) a
+/// store, so that it leaves nothing behind.
+pub struct Listeners {
+    api: TcpListener,
+    /// `--admin-listen`'s, when there is one.
+    admin: Option<TcpListener>,
+}
+
+impl Listeners {
+    pub async fn bind(options: &ServiceOptions) -> anyhow::Result<Self> {
+        let api = TcpListener::bind(&options.listen)
             .await
             .with_context(|| format!("cannot listen on {}", options.listen))?;
-        let admin_listener = match &options.admin_listen {
+        let admin = match &options.admin_listen {
             None => None,
             Some(address) => Some(
                 TcpListener::bind(address)
@@ -83,6 +90,28 @@ impl Service {
                     .with_context(|| format!("--admin-listen: cannot listen on {address}"))?,
             ),
         };
+        Ok(Self { api, admin })
+    }
+}
+
+impl Service {
+    /// Binds the listeners, so that the address is known (and taken)
+    /// before the service runs.
+    pub async fn bind(store: Arc<Store>, options: ServiceOptions) -> anyhow::Result<Self> {
+        let listeners = Listeners::bind(&options).await?;
+        Self::on(listeners, store, options)
+    }
+
+    /// The service on listeners bound already.
+    pub fn on(
+        listeners: Listeners,
+        store: Arc<Store>,
+        options: ServiceOptions,
+    ) -> anyhow::Result<Self> {
+        let Listeners {
+            api: listener,
+            admin: admin_listener,
+        } = listeners;
         let clock = options.clock;
         let auth = Arc::new(Authenticator::new(
             store.clone(),
@@ -221,12 +250,8 @@ impl Service {
 
 /// The web console's routes when it is on (`--console`), served beside
 /// the API's; none otherwise.
-fn console_routes(on: bool) -> axum::Router<AppState> {
-    if on {
-        console::routes()
-    } else {
-        axum::Router::new()
-    }
+fn console_routes(on: bool) -> Routes {
+    if on { console::routes() } else { Routes::new() }
 }
 
 /// Tells systemd (a `Type=notify` unit, `deploy/proxydeck.service`) the

@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use time::OffsetDateTime;
 
 use super::connection::Target;
+use super::output::printable;
 use crate::domain::pagination::{DEFAULT_LIMIT, MAX_LIMIT};
 
 /// A page of any listing. The token listing has no `has_more`/`last_key`:
@@ -55,7 +56,8 @@ impl Page {
 }
 
 /// An error answer of the API, in one sentence: its message, and the
-/// members its `params` name when the message does not already say them.
+/// members its `params` name when the message does not already say them;
+/// printable (the server's text may hold control characters).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub(super) struct Refused {
@@ -78,7 +80,7 @@ impl Refused {
             .iter()
             .filter_map(|param| Some((said(&param["param"])?, said(&param["message"])?)))
             .collect();
-        let message = sentence(&message, &params);
+        let message = printable(&sentence(&message, &params)).into_owned();
         Self {
             status,
             message,
@@ -89,6 +91,11 @@ impl Refused {
     /// A 404: an unknown path, or a project unknown or not visible.
     pub(super) fn is_not_found(&self) -> bool {
         self.status == StatusCode::NOT_FOUND
+    }
+
+    /// A 400 naming the path's `id`: no id could look like that.
+    pub(super) fn is_malformed_id(&self) -> bool {
+        self.status == StatusCode::BAD_REQUEST && self.param.as_deref() == Some("id")
     }
 
     /// The `start_key` named no item of the list.
@@ -138,6 +145,14 @@ fn sentence(message: &str, params: &[(String, String)]) -> String {
     } else {
         format!("{text}: {}", details.join("; "))
     }
+}
+
+/// The path segments of `/v1/PARTS...`.
+pub(super) fn v1(parts: &[&str]) -> Vec<String> {
+    std::iter::once("v1")
+        .chain(parts.iter().copied())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A request to the API: its method, path segments, query, JSON body and
@@ -442,6 +457,19 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_servers_error_message_is_printable() {
+        let body = serde_json::json!({"error": {
+            "message": "bad \u{1b}]0;title\u{7} value; see params",
+            "params": [{"param": "name", "message": "must not \u{202e}reverse"}],
+        }});
+        let refused = Refused::from_answer(StatusCode::BAD_REQUEST, body.to_string().as_bytes());
+        assert_eq!(
+            refused.to_string(),
+            r"bad \u{1b}]0;title\u{7} value: name must not \u{202e}reverse"
+        );
+    }
 
     #[test]
     fn retry_after_reads_seconds_and_dates() {

@@ -2,7 +2,8 @@
 //! `proxy-settings`, which call a running proxydeck over HTTP: their help,
 //! and which command runs each. The commands themselves stand below:
 //! the listings, the single-object writes and the revisions, all on the
-//! HTTP client of `api`.
+//! HTTP client of `api`. A project is named as `names` reads it: its id,
+//! `ORG/SLUG` or a slug of its own.
 
 use clap::Subcommand;
 
@@ -26,12 +27,12 @@ pub enum ProjectsCommand {
     /// Create a project in one of your organizations (you need the admin
     /// or editor role there).
     #[command(
-        after_help = concat!("Examples:\n  proxydeck projects create --org 0190b7a4-0000-7000-8000-000000000001 --slug my-shop --description 'My shop'\n  proxydeck projects create --file project.json --json id", retried_create_note!())
+        after_help = concat!("Examples:\n  proxydeck projects create --org acme-corp --slug my-shop --description 'My shop'\n  proxydeck projects create --org 0190b7a4-0000-7000-8000-000000000001 --file project.json --json id", retried_create_note!())
     )]
     Create(writes::ProjectCreate),
     /// Show one project, with its ETag on a terminal (or --show-etag).
     #[command(
-        after_help = "Examples:\n  proxydeck projects get acme-shop\n  proxydeck projects get acme-shop --jq .slug"
+        after_help = "Examples:\n  proxydeck projects get acme-corp/acme-shop   # ORG/SLUG\n  proxydeck projects get acme-shop --jq .id    # a slug no other project of yours has, or an id"
     )]
     Get(writes::ProjectGet),
     /// Change a project's members; the ones not given stay.
@@ -40,8 +41,8 @@ pub enum ProjectsCommand {
     )]
     Update(writes::ProjectUpdate),
     /// Delete a project (asks first on a terminal; --yes does not ask).
-    #[command(after_help = "Example:\n  proxydeck projects delete my-shop --yes")]
-    Delete(writes::Delete),
+    #[command(after_help = "Example:\n  proxydeck projects delete acme-corp/my-shop --yes")]
+    Delete(writes::ProjectDelete),
 }
 
 #[derive(Subcommand)]
@@ -60,14 +61,14 @@ pub enum TokensCommand {
     /// Delete one of your API tokens: it stops working (asks first on a
     /// terminal; --yes does not ask).
     #[command(after_help = "Example:\n  proxydeck tokens delete TOKEN_ID --yes")]
-    Delete(writes::Delete),
+    Delete(writes::TokenDelete),
 }
 
 #[derive(Subcommand)]
 pub enum ProxySettingsCommand {
     /// List a project's proxy settings revisions, newest first.
     #[command(
-        after_help = "Examples:\n  proxydeck proxy-settings list acme-shop\n  proxydeck proxy-settings list acme-shop --order-direction asc --all\n  proxydeck proxy-settings list acme-shop --jq '.[] | select(.is_active) | .revision'"
+        after_help = "Examples:\n  proxydeck proxy-settings list acme-corp/acme-shop\n  proxydeck proxy-settings list acme-shop --order-direction asc --all\n  proxydeck proxy-settings list acme-shop --jq '.[] | select(.is_active) | .revision'"
     )]
     List(listings::ProxySettingsList),
     /// Show one revision of a project's proxy settings.
@@ -76,8 +77,9 @@ pub enum ProxySettingsCommand {
     )]
     Get(revisions::GetArgs),
     /// Show what changed from revision A to revision B of a project's
-    /// proxy settings: description, which is active, backends (matched by
-    /// name) and routes (in order). Exits 0 whatever the differences.
+    /// proxy settings: description, which is active, backends (paired by
+    /// name) and routes (paired by path and regex; the order alone is no
+    /// change). Exits 0 whatever the differences.
     #[command(
         after_help = "Examples:\n  proxydeck proxy-settings diff acme-shop 1 3\n  proxydeck proxy-settings diff acme-shop 1 3 --json\n  proxydeck proxy-settings diff acme-shop 1 3 --jq '.backends[] | select(.change == \"changed\") | .name'"
     )]
@@ -96,9 +98,10 @@ pub enum ProxySettingsCommand {
     )]
     Activate(writes::RevisionActivate),
     /// Who runs which revision: each edge's last report (`proxydeck
-    /// follow --name` reports), with a summary line.
+    /// follow --name` reports), every page of them. A table under a
+    /// summary line on a terminal; the JSON array when piped.
     #[command(
-        after_help = "Examples:\n  proxydeck proxy-settings edges acme-shop\n  proxydeck proxy-settings edges acme-shop --jq '.[] | select(.status == \"failed\") | .error'"
+        after_help = "Examples:\n  proxydeck proxy-settings edges acme-corp/acme-shop\n  proxydeck proxy-settings edges acme-shop -o table | head -1   # the summary line\n  proxydeck proxy-settings edges acme-shop --jq '.[] | select(.status == \"failed\") | .error'"
     )]
     Edges(edges::EdgesArgs),
 }

@@ -249,10 +249,11 @@ fn without_empty_environment(command: Command) -> Command {
 
 /// The commands of the terminal client, which talk to a running proxydeck
 /// over HTTP.
-pub(super) const CLIENT_COMMANDS: [&str; 6] = [
+pub(super) const CLIENT_COMMANDS: [&str; 7] = [
     "projects",
     "tokens",
     "proxy-settings",
+    "follow",
     "login",
     "logout",
     "auth",

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::output::Output;
-use crate::app::{Service, ServiceOptions, shutdown_signal};
+use crate::app::{Listeners, Service, ServiceOptions, shutdown_signal};
 use crate::domain::directory::{
     Organization, OrganizationTag, OrganizationType, Role, User, UserTag,
 };
-use crate::domain::import::{ImportBatch, ImportRecord};
+use crate::domain::import::{ImportBatch, ImportRecord, ObjectCounts};
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
@@ -33,25 +33,29 @@ pub async fn run(
     options: ServiceOptions,
     out: &Output,
 ) -> anyhow::Result<()> {
-    if !matches!(database, DatabaseUrl::Sqlite(_)) {
+    let DatabaseUrl::Sqlite(path) = database else {
         bail!("the demo runs on the embedded store: pass --database sqlite://PATH");
-    }
+    };
     let shutdown = shutdown_signal()?;
-    let store = store::open(database, store_options).await?;
-    let (sender, receiver) = mpsc::channel::<ImportBatch>(1);
-    let batch = demo_records()
-        .into_iter()
-        .enumerate()
-        .map(|(line, record)| Ok((line as u64 + 1, record)))
-        .collect();
-    sender.send(batch).await?;
-    drop(sender);
-    let summary =
-        Import::outcome(store.run(Import::new(receiver)).await).map_err(anyhow::Error::msg)?;
-    let (token, secret) = NewToken::mint(DEMO_USER.into(), "demo".into(), None);
-    store.run(CreateToken(token)).await?;
-
-    let service = Service::bind(Arc::new(store), options).await?;
+    // The address first: a start that cannot listen creates no store.
+    let listeners = Listeners::bind(&options).await?;
+    let new_file = !path.exists();
+    let started = load(database, store_options).await;
+    let (store, summary, secret) = match started {
+        Ok(started) => started,
+        Err(error) => {
+            // A failed start leaves nothing behind: the file it made goes.
+            if new_file {
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    let mut file = path.clone().into_os_string();
+                    file.push(suffix);
+                    let _ = std::fs::remove_file(file);
+                }
+            }
+            return Err(error);
+        }
+    };
+    let service = Service::on(listeners, Arc::new(store), options)?;
     let url = format!("http://{}", service.local_addr());
     #[derive(serde::Serialize)]
     struct Started<'a> {
@@ -77,6 +81,28 @@ pub async fn run(
     })?;
     service.run(shutdown).await;
     Ok(())
+}
+
+/// The store with the demo data, the import's summary and a new token's
+/// secret.
+async fn load(
+    database: &DatabaseUrl,
+    store_options: &StoreOptions,
+) -> anyhow::Result<(store::Store, ObjectCounts, String)> {
+    let store = store::open(database, store_options).await?;
+    let (sender, receiver) = mpsc::channel::<ImportBatch>(1);
+    let batch = demo_records()
+        .into_iter()
+        .enumerate()
+        .map(|(line, record)| Ok((line as u64 + 1, record)))
+        .collect();
+    sender.send(batch).await?;
+    drop(sender);
+    let summary =
+        Import::outcome(store.run(Import::new(receiver)).await).map_err(anyhow::Error::msg)?;
+    let (token, secret) = NewToken::mint(DEMO_USER.into(), "demo".into(), None);
+    store.run(CreateToken(token)).await?;
+    Ok((store, summary, secret))
 }
 
 /// Three organizations; the demo user belongs to two of them, so the third
@@ -219,7 +245,7 @@ fn demo_project(
 
 /// Revisions that differ as a project's do: a new origin address each
 /// time; from the second, an images backend and its route ahead of the
-/// others (rank 0, ranks being unique in a revision); from the third, the static backend over TLS and one more
+/// others (rank 0); from the third, the static backend over TLS and one more
 /// country on the EU route (`proxy-settings diff acme-shop 1 3` shows each).
 fn demo_settings(project: &str, revision: u32, latest: u32) -> ProxySettings {
     let mut backends = vec![

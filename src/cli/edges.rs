@@ -1,74 +1,35 @@
 //! `proxy-settings edges`: who runs which revision of a project, from
-//! the edges' reports (listEdges): a summary line ("2 edges on revision 4,
-//! 1 failed on 4: REASON"), then a table; `--json`/`--jq`: the edges.
+//! the edges' reports (listEdges), every page of them, shown as the other
+//! listings are: on a terminal a summary line ("2 edges on revision 4, 1
+//! failed on 4: REASON") then a table; piped or with `--json`/`--jq`, the
+//! JSON array of the edges.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::ops::ControlFlow;
 
 use clap::Args;
 use serde_json::Value;
 
-use super::api::ApiClient;
+use super::api::{ApiClient, v1};
 use super::connection::{self, Connection};
-use super::output::{Jq, Style, print_document};
-use super::revisions::Document;
-use super::table;
+use super::listings::{Kind, Printer, Shape, list_all};
+use super::names::{PROJECT_HELP, resolve_project};
 
 #[derive(Args)]
 pub struct EdgesArgs {
-    /// The project's id.
-    #[arg(value_name = "PROJECT_ID")]
-    project_id: String,
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
     #[command(flatten)]
-    document: Document,
+    shape: Shape,
     #[command(flatten)]
     connection: Connection,
 }
 
 pub async fn edges(args: EdgesArgs) -> anyhow::Result<()> {
-    let jq = args.document.jq().map(Jq::compile).transpose()?;
+    let printing = args.shape.printing(Kind::Edges)?;
     let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
-    let edges = every_edge(&client, &args.project_id).await?;
-    let mut stdout = std::io::stdout().lock();
-    if args.document.wanted() {
-        let text = serde_json::to_string(&edges)?;
-        print_document(&text, jq.as_ref(), Style::stdout(), &mut stdout)?;
-    } else {
-        writeln!(stdout, "{}", summary(&edges))?;
-        if !edges.is_empty() {
-            let rows = edges.iter().map(|edge| {
-                vec![
-                    table::cell(&edge["name"]),
-                    table::cell(&edge["revision"]),
-                    table::cell(&edge["status"]),
-                    table::when(&edge["reported_at"], ""),
-                    if edge["stale"] == true { "stale" } else { "" }.to_owned(),
-                ]
-            });
-            let headers = ["EDGE", "REVISION", "STATUS", "REPORTED (UTC)", ""];
-            write!(stdout, "{}", table::render(&headers, rows))?;
-        }
-    }
-    stdout.flush()?;
-    Ok(())
-}
-
-async fn every_edge(client: &ApiClient, project: &str) -> anyhow::Result<Vec<Value>> {
-    let path = [
-        "v1".to_owned(),
-        "projects".to_owned(),
-        project.to_owned(),
-        "edges".to_owned(),
-    ];
-    let mut edges = Vec::new();
-    client
-        .walk(&path, &[], |items| {
-            edges.extend(items);
-            ControlFlow::<()>::Continue(())
-        })
-        .await?;
-    Ok(edges)
+    let id = resolve_project(&client, &args.project).await?;
+    let printer = Printer::new(printing, Kind::Edges).with_heading(summary);
+    list_all(&client, &v1(&["projects", &id, "edges"]), printer).await
 }
 
 /// "2 edges on revision 4, 1 on revision 3, 1 failed on 4: REASON" (the

@@ -3,11 +3,16 @@
 //! (`docs/feed.md`), as consul-template or confd keep files in step with
 //! theirs. For each project, `PROJECT/project.json` (the project) and
 //! `PROJECT/proxy-settings.json` (its active revision; absent when none
-//! is), each written whole (a temporary file, fsync, rename); after each
-//! change, `--exec`. The cursor the files stand at is saved beside them
-//! (`.cursor`), so that a restart resumes where the last run stopped;
-//! while the service cannot be reached the files stay as they are and
-//! the command tries again, waiting longer each time (with jitter).
+//! is), each written whole (a temporary file, fsync, rename); when what
+//! they hold changed, `--exec`. The cursor the files stand at is saved
+//! beside them (`.cursor`), so that a restart resumes where the last run
+//! stopped; while the service cannot be reached the files stay as they are
+//! and the command tries again, waiting longer each time (with jitter).
+//!
+//! What the service sends is not trusted with the folder: a project id is
+//! a file name only when the API's id rule allows it, and every file is
+//! reached through the folder's handle (`cap-std`), so that neither a name
+//! nor a link leads out of it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
@@ -16,31 +21,56 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, anyhow, bail};
-use clap::Args;
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use clap::{ArgGroup, Args};
 use serde_json::Value;
 
 use super::api::{ApiClient, Refused, Request};
 use super::connection::{self, Connection};
+use super::{names, revisions};
 use crate::domain::change::Cursor;
 use crate::domain::edge;
+use crate::domain::ids;
+
+/// `proxydeck follow --help`'s text after the flags.
+pub(super) const AFTER_HELP: &str = "\
+Examples:
+  proxydeck follow --project acme-shop --dir /var/lib/proxydeck-edge \\
+      --exec '/usr/share/proxydeck/edge/haproxy-apply acme-shop'
+  proxydeck follow --organization 0190b7a4-0000-7000-8000-000000000001 --dir ./config --once
+
+For each project: PROJECT/project.json and PROJECT/proxy-settings.json (its active revision),
+each written whole. .cursor saves where the files stand: a restart resumes there.
+
+--exec runs (sh -c, in --dir) after a change that changed what the files hold, after follow
+starts, and after a run that failed; not after one that left them as they were (an inactive
+revision created). Its environment is follow's without any PROXYDECK_* variable (the token
+stays with follow), with PROXYDECK_FOLLOW_DIR set to the folder.
+
+Exit status: 0 (--once) the files are written and --exec succeeded; 1 an error (the token
+refused, the project gone, the folder unusable); 2 a bad command line; 3 (--once) --exec
+failed: the files are written, the cursor is not saved, the edge is reported failed.";
 
 #[derive(Args)]
+#[command(group(ArgGroup::new("followed").required(true).args(["project", "organization"])))]
 pub struct FollowArgs {
-    /// Follow this project.
-    #[arg(
-        long,
-        value_name = "PROJECT_ID",
-        required_unless_present = "organization"
-    )]
+    /// Follow this project: its id, ORG/SLUG (such as
+    /// acme-corp/acme-shop), or its slug alone when no other project of
+    /// yours has it. Its files go in a folder named by its id.
+    #[arg(long, value_name = "PROJECT")]
     project: Option<String>,
-    /// Follow every project of this organization of yours.
-    #[arg(long, value_name = "ORGANIZATION_ID", conflicts_with = "project")]
+    /// Follow every project of this organization of yours: its slug or
+    /// its id.
+    #[arg(long, value_name = "ORGANIZATION")]
     organization: Option<String>,
-    /// The folder the files are kept in (made when missing).
+    /// The folder the files are kept in (made when missing). Nothing is
+    /// written outside it, and no link in it is followed out of it.
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
-    /// Run this (with `sh -c`) after each change is written, in the
-    /// folder, with PROXYDECK_FOLLOW_DIR set to it.
+    /// Run this (with `sh -c`, in the folder) when the files changed (see
+    /// below), with PROXYDECK_FOLLOW_DIR set to the folder and no other
+    /// PROXYDECK_* variable.
     #[arg(long, value_name = "COMMAND")]
     exec: Option<String>,
     /// The name this edge reports under (reportEdge) after each change it
@@ -50,14 +80,19 @@ pub struct FollowArgs {
     /// Report nothing.
     #[arg(long, conflicts_with = "name")]
     no_report: bool,
-    /// Write every file (and run --exec) once, whatever the saved cursor,
+    /// Write every file and run --exec once, whatever the saved cursor,
     /// print where they stand (`{"cursor": ..., "projects": [...]}`), then
-    /// stop.
+    /// stop (exit status 3 when --exec failed).
     #[arg(long)]
     once: bool,
     #[command(flatten)]
     connection: Connection,
 }
+
+/// `--exec` failed under `--once`: exit status 3 (`mod.rs`, `fail`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}; the cursor is not saved")]
+pub(super) struct ExecFailed(String);
 
 /// The first wait after a failure, and the longest.
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -66,15 +101,26 @@ const LONGEST_BACKOFF: Duration = Duration::from_secs(30);
 /// activation is two changes: the old revision's, then the new one's).
 const SETTLE: Duration = Duration::from_millis(100);
 const CURSOR_FILE: &str = ".cursor";
+const PROJECT_FILE: &str = "project.json";
+const SETTINGS_FILE: &str = "proxy-settings.json";
+/// The variable `--exec` finds the folder in; every other PROXYDECK_*
+/// variable (the token, the URL, the profile...) is kept from it.
+const FOLLOW_DIR_VARIABLE: &str = "PROXYDECK_FOLLOW_DIR";
 /// How often the last reports are sent again (the service calls an edge
 /// stale after 3 minutes without one).
 const REPORT_EVERY: Duration = Duration::from_secs(60);
 
 /// Runs `proxydeck follow` until stopped (or once, with `--once`).
-pub async fn follow(args: FollowArgs) -> anyhow::Result<()> {
+pub async fn follow(mut args: FollowArgs) -> anyhow::Result<()> {
     let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot make {}", args.dir.display()))?;
+    // Absolute: --exec runs in the folder, and finds it in
+    // PROXYDECK_FOLLOW_DIR whatever its own working folder.
+    args.dir = std::fs::canonicalize(&args.dir)
+        .with_context(|| format!("cannot open {}", args.dir.display()))?;
+    let root = Dir::open_ambient_dir(&args.dir, ambient_authority())
+        .with_context(|| format!("cannot open {}", args.dir.display()))?;
     let edge = match (&args.name, args.no_report) {
         (_, true) => None,
         (Some(name), false) if !edge::valid_name(name) => {
@@ -86,10 +132,13 @@ pub async fn follow(args: FollowArgs) -> anyhow::Result<()> {
     let follower = Follower {
         client,
         args,
+        root,
         failures: 0,
+        exec_owed: true,
         edge,
         reported: BTreeMap::new(),
         reported_at: Instant::now(),
+        named: false,
     };
     follower.run().await
 }
@@ -97,22 +146,91 @@ pub async fn follow(args: FollowArgs) -> anyhow::Result<()> {
 struct Follower {
     client: ApiClient,
     args: FollowArgs,
+    /// The folder (--dir): every file is reached through it.
+    root: Dir,
     /// Failures in a row, for the backoff.
     failures: u32,
+    /// `--exec` runs after the next change even if no file changed: it
+    /// has not run since follow started (a run before may have failed
+    /// after the files were written), or its last run failed.
+    exec_owed: bool,
     /// The name reports go under; `None` with --no-report.
     edge: Option<String>,
     /// The last report on each project, sent again every
     /// [`REPORT_EVERY`] so that the edge does not go stale.
     reported: BTreeMap<String, Value>,
     reported_at: Instant,
+    /// `--project` and `--organization` are ids: made so from the names
+    /// given, at the first round that reached the service.
+    named: bool,
 }
 
 /// Why a round ended.
 enum Ended {
     /// The service is unreachable or failing: try again later.
     Retry(anyhow::Error),
-    /// Nothing to try again: the token, the project or the folder.
+    /// Nothing to try again: the token, the project, the folder, or
+    /// `--once`'s `--exec`.
     Fatal(anyhow::Error),
+}
+
+/// What a batch of changes says of one project: what to read again.
+#[derive(Clone, Default)]
+struct Touched {
+    /// The project itself changed: read it again.
+    project: bool,
+    /// The revisions the changes named, in the order they came.
+    revisions: Vec<u32>,
+    /// Look at every revision: the listing says which is active.
+    all_revisions: bool,
+    /// The project is no longer followed (an organization's project gone
+    /// from its listing): remove its folder without asking.
+    stale: bool,
+}
+
+impl Touched {
+    /// Everything read again (a full sync).
+    fn everything() -> Self {
+        Self {
+            project: true,
+            all_revisions: true,
+            ..Self::default()
+        }
+    }
+
+    /// Notes what `change` (`docs/feed.md`, "The events") says.
+    fn note(&mut self, change: &Value) {
+        let is_revision = change["type"]
+            .as_str()
+            .is_some_and(|kind| kind.starts_with("proxy_settings."));
+        let revision = change["revision"]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok());
+        match (is_revision, revision) {
+            (false, _) => self.project = true,
+            (true, Some(revision)) => self.revisions.push(revision),
+            (true, None) => self.all_revisions = true,
+        }
+    }
+}
+
+/// A project as the service shows it now.
+enum Read {
+    /// Deleted, or this token cannot see it.
+    Gone,
+    /// Its object (`None`: unchanged, not read) and its active revision.
+    Found {
+        project: Option<Value>,
+        active: Active,
+    },
+}
+
+/// The active revision, as far as the changes tell.
+enum Active {
+    /// No change named a revision: the file stays as it is.
+    Unchanged,
+    /// This one, or none.
+    Now(Option<Value>),
 }
 
 impl Follower {
@@ -137,6 +255,7 @@ impl Follower {
     /// From the saved cursor (or a full sync) until the stream fails; with
     /// `--once`, a full sync alone.
     async fn round(&mut self) -> Result<(), Ended> {
+        self.name_ids().await?;
         let saved = match self.args.once {
             true => None,
             false => self.saved_cursor().map_err(Ended::Fatal)?,
@@ -164,12 +283,43 @@ impl Follower {
         }
     }
 
+    /// `--project` (an id, `ORG/SLUG` or a slug) and `--organization` (an
+    /// id or a slug) made ids, once; a name that names nothing of the
+    /// caller's ends follow, a service it cannot reach is tried again.
+    async fn name_ids(&mut self) -> Result<(), Ended> {
+        if self.named {
+            return Ok(());
+        }
+        let ended = |error: anyhow::Error| match error.is::<names::Unnamed>() {
+            true => Ended::Fatal(error),
+            false => classify(error),
+        };
+        if let Some(given) = self.args.project.clone() {
+            let id = names::resolve_project(&self.client, &given)
+                .await
+                .map_err(ended)?;
+            self.args.project = Some(id);
+        }
+        // An organization's id is taken as it is (the feed refuses one
+        // that is not the caller's): no request.
+        if let Some(given) = self.args.organization.clone()
+            && ids::parse_organization_id(&given).is_none()
+        {
+            let id = names::resolve_organization(&self.client, &given)
+                .await
+                .map_err(ended)?;
+            self.args.organization = Some(id);
+        }
+        self.named = true;
+        Ok(())
+    }
+
     /// One stream from `cursor`, applying its changes; `Ok` when it says
     /// the cursor is older than the changes the service keeps (a reset).
     async fn follow_stream(&mut self, mut cursor: Cursor) -> Result<(), Ended> {
         let mut stream = self.open(cursor).await?;
         self.failures = 0;
-        let mut dirty = BTreeSet::new();
+        let mut dirty = BTreeMap::new();
         loop {
             // Wait without limit for a change, then `SETTLE` for the ones
             // that come with it.
@@ -194,8 +344,9 @@ impl Follower {
                 "change" => {
                     let change: Value = serde_json::from_str(&event.data)
                         .map_err(|e| Ended::Retry(anyhow!("a change that is not JSON: {e}")))?;
-                    if let Some(project) = change["project_id"].as_str() {
-                        dirty.insert(project.to_owned());
+                    if let Some(project) = change["project_id"].as_str().filter(|p| followable(p)) {
+                        let touched: &mut Touched = dirty.entry(project.to_owned()).or_default();
+                        touched.note(&change);
                     }
                     cursor = event_cursor(&event)?;
                 }
@@ -233,69 +384,96 @@ impl Follower {
             .and_then(Cursor::parse)
             .ok_or_else(|| Ended::Retry(anyhow!("the feed's answer has no cursor")))?;
         let projects = match (&self.args.project, &self.args.organization) {
+            (Some(project), _) if !ids::is_valid_id(project) => {
+                let rule = ids::ID_RULE;
+                return Err(Ended::Fatal(anyhow!("--project {project:?} {rule}")));
+            }
             (Some(project), _) => vec![project.clone()],
-            (None, Some(organization)) => self.projects_of(organization).await?,
+            (None, Some(organization)) => {
+                let listed = self.projects_of(organization).await?;
+                listed.into_iter().filter(|p| followable(p)).collect()
+            }
             (None, None) => unreachable!("clap requires one"),
         };
-        let kept: BTreeSet<String> = projects.iter().cloned().collect();
-        self.apply(kept.clone(), cursor).await?;
+        let mut batch: BTreeMap<String, Touched> = projects
+            .iter()
+            .map(|project| (project.clone(), Touched::everything()))
+            .collect();
         // Projects of the folder the organization no longer has.
         if self.args.organization.is_some() {
             for stale in self.project_folders().map_err(Ended::Fatal)? {
-                if !kept.contains(&stale) {
-                    self.remove(&stale).map_err(Ended::Fatal)?;
-                }
+                batch.entry(stale).or_insert_with(|| Touched {
+                    stale: true,
+                    ..Touched::default()
+                });
             }
         }
+        self.apply(batch, cursor).await?;
         Ok((cursor, projects))
     }
 
-    /// Reads each project again, writes its files, runs `--exec`, saves
-    /// the cursor.
-    async fn apply(&mut self, projects: BTreeSet<String>, cursor: Cursor) -> Result<(), Ended> {
-        // The revision each project now runs, for the reports.
-        let mut applied = Vec::new();
-        for project in &projects {
-            match self.read_project(project).await? {
-                Some((body, active)) => {
-                    let folder = self.args.dir.join(project);
-                    std::fs::create_dir_all(&folder).map_err(|e| {
-                        Ended::Fatal(anyhow!("cannot make {}: {e}", folder.display()))
-                    })?;
-                    write_whole(&folder.join("project.json"), &pretty(&body))
-                        .map_err(Ended::Fatal)?;
-                    let settings = folder.join("proxy-settings.json");
-                    match active {
-                        Some(revision) => {
-                            write_whole(&settings, &pretty(&revision)).map_err(Ended::Fatal)?;
-                            applied.push((project.clone(), revision["revision"].clone()));
-                            eprintln!(
-                                "follow: {project}: revision {} written",
-                                revision["revision"]
-                            );
-                        }
-                        None => {
-                            remove_file(&settings).map_err(Ended::Fatal)?;
-                            eprintln!("follow: {project}: no active revision");
-                        }
+    /// Reads what the changes name, writes the files that changed, runs
+    /// `--exec` when one did (or it is owed), reports, saves the cursor.
+    async fn apply(
+        &mut self,
+        batch: BTreeMap<String, Touched>,
+        cursor: Cursor,
+    ) -> Result<(), Ended> {
+        let mut changed = false;
+        // The revision each project of the batch now runs, for the reports.
+        let mut running = Vec::new();
+        for (project, touched) in &batch {
+            let read = match touched.stale {
+                true => Read::Gone,
+                false => self.read_project(project, touched).await?,
+            };
+            match read {
+                Read::Found {
+                    project: body,
+                    active,
+                } => {
+                    let (wrote, revision) = self.write_project(project, body, active)?;
+                    changed |= wrote;
+                    match revision {
+                        Some(revision) => running.push((project.clone(), revision)),
+                        None => drop(self.reported.remove(project)),
                     }
                 }
-                None => {
-                    if self.args.project.is_some() {
-                        return Err(Ended::Fatal(anyhow!(
-                            "no project {project:?} (deleted, or this token cannot see it)"
-                        )));
+                Read::Gone if self.args.project.is_some() => {
+                    return Err(Ended::Fatal(anyhow!(
+                        "no project {project:?} (deleted, or this token cannot see it)"
+                    )));
+                }
+                Read::Gone => {
+                    self.reported.remove(project);
+                    if self.remove(project).map_err(Ended::Fatal)? {
+                        eprintln!("follow: {project}: gone");
+                        changed = true;
                     }
-                    self.remove(project).map_err(Ended::Fatal)?;
-                    eprintln!("follow: {project}: gone");
                 }
             }
+        }
+        if !changed && !self.exec_owed {
+            // What the edge serves is what it served: nothing to run.
+            return self.save_cursor(cursor).map_err(Ended::Fatal);
         }
         let failure = match &self.args.exec {
             Some(command) => run_exec(command, &self.args.dir).await?,
             None => None,
         };
-        for (project, revision) in applied {
+        self.exec_owed = failure.is_some();
+        if failure.is_none() {
+            // A run that succeeded applied every file: the projects it
+            // failed on before run their revision now.
+            let failed_before = self.reported.iter().filter(|(project, report)| {
+                report["status"] == "failed" && !batch.contains_key(*project)
+            });
+            let failed_before: Vec<_> = failed_before
+                .map(|(project, report)| (project.clone(), report["revision"].clone()))
+                .collect();
+            running.extend(failed_before);
+        }
+        for (project, revision) in running {
             let mut report = serde_json::json!({"revision": revision, "status": "applied"});
             if let Some(error) = &failure {
                 report["status"] = "failed".into();
@@ -305,12 +483,55 @@ impl Follower {
         }
         if let Some(error) = failure {
             // The cursor stays where it was: a restart runs it again.
-            eprintln!("follow: --exec failed ({error}); the cursor is not saved");
+            if self.args.once {
+                return Err(Ended::Fatal(ExecFailed(error).into()));
+            }
+            eprintln!("follow: {error}; the cursor is not saved");
             return Ok(());
         }
-        let mut text = cursor.to_string();
-        text.push('\n');
-        write_whole(&self.args.dir.join(CURSOR_FILE), &text).map_err(Ended::Fatal)
+        self.save_cursor(cursor).map_err(Ended::Fatal)
+    }
+
+    /// Writes what was read of `project` in its folder (made when
+    /// missing); answers whether a file's content changed, and the
+    /// revision the folder now holds.
+    fn write_project(
+        &self,
+        project: &str,
+        body: Option<Value>,
+        active: Active,
+    ) -> Result<(bool, Option<Value>), Ended> {
+        let fatal = |error: anyhow::Error| {
+            let folder = self.args.dir.join(project);
+            Ended::Fatal(error.context(format!("{}", folder.display())))
+        };
+        let folder = self.project_folder(project).map_err(fatal)?;
+        let mut changed = false;
+        if let Some(body) = body {
+            changed |= write_if_changed(&folder, PROJECT_FILE, &pretty(&body)).map_err(fatal)?;
+        }
+        let revision = match active {
+            Active::Unchanged => held_revision(&folder),
+            Active::Now(Some(revision)) => {
+                let text = pretty(&revision);
+                if write_if_changed(&folder, SETTINGS_FILE, &text).map_err(fatal)? {
+                    eprintln!(
+                        "follow: {project}: revision {} written",
+                        revision["revision"]
+                    );
+                    changed = true;
+                }
+                Some(revision["revision"].clone())
+            }
+            Active::Now(None) => {
+                if remove_file(&folder, SETTINGS_FILE).map_err(fatal)? {
+                    eprintln!("follow: {project}: no active revision");
+                    changed = true;
+                }
+                None
+            }
+        };
+        Ok((changed, revision))
     }
 
     /// Tells the service what this edge runs of `project` (reportEdge);
@@ -338,20 +559,77 @@ impl Follower {
         self.reported_at = Instant::now();
     }
 
-    /// A project and its active revision; `None` when it is gone.
-    async fn read_project(&self, project: &str) -> Result<Option<(Value, Option<Value>)>, Ended> {
-        let path = segments(&["v1", "projects", project]);
-        let body = match self
-            .client
-            .send(Request::new(reqwest::Method::GET, &path))
-            .await
-        {
-            Ok(answer) => serde_json::from_slice(&answer.body)
-                .map_err(|e| Ended::Retry(anyhow!("a project that is not JSON: {e}")))?,
-            Err(error) if is_not_found(&error) => return Ok(None),
-            Err(error) => return Err(classify(error)),
+    /// What the changes in `touched` changed of `project`: its object when
+    /// it changed (or its folder has none yet), its active revision when a
+    /// change named one.
+    async fn read_project(&self, project: &str, touched: &Touched) -> Result<Read, Ended> {
+        let written = self.root.is_file(Path::new(project).join(PROJECT_FILE));
+        let body =
+            match touched.project || !written {
+                true => {
+                    let path = segments(&["v1", "projects", project]);
+                    let request = Request::new(reqwest::Method::GET, &path);
+                    match self.client.send(request).await {
+                        Ok(answer) => Some(serde_json::from_slice(&answer.body).map_err(|e| {
+                            Ended::Retry(anyhow!("a project that is not JSON: {e}"))
+                        })?),
+                        Err(error) if is_not_found(&error) => return Ok(Read::Gone),
+                        Err(error) => return Err(classify(error)),
+                    }
+                }
+                false => None,
+            };
+        let held = self
+            .root
+            .open_dir(project)
+            .ok()
+            .and_then(|folder| held_revision(&folder))
+            .and_then(|revision| revision.as_u64())
+            .and_then(|n| u32::try_from(n).ok());
+        let active = match (touched.all_revisions, touched.revisions.is_empty()) {
+            (false, true) => Active::Unchanged,
+            (false, false) => match self.named_active(project, &touched.revisions, held).await {
+                Some(active) => Active::Now(Some(active)),
+                None => match self.listed_active(project).await? {
+                    Some(active) => Active::Now(active),
+                    None => return Ok(Read::Gone),
+                },
+            },
+            (true, _) => match self.listed_active(project).await? {
+                Some(active) => Active::Now(active),
+                None => return Ok(Read::Gone),
+            },
         };
-        // The active revision: the listing, newest first, page by page.
+        Ok(Read::Found {
+            project: body,
+            active,
+        })
+    }
+
+    /// The active revision among those the changes named (the latest
+    /// first: an activation's change names the revision it made active)
+    /// and the one the folder holds, each read alone; `None` when none of
+    /// them is active, or one cannot be read: then the listing decides.
+    async fn named_active(&self, project: &str, named: &[u32], held: Option<u32>) -> Option<Value> {
+        let mut looked = BTreeSet::new();
+        for revision in named.iter().rev().copied().chain(held) {
+            if !looked.insert(revision) {
+                continue;
+            }
+            let read =
+                revisions::fetch(&self.client, &revisions::Project::by_id(project), revision)
+                    .await
+                    .ok()?;
+            if read["is_active"] == true {
+                return Some(read);
+            }
+        }
+        None
+    }
+
+    /// The active revision (`Some(None)`: none is) from the listing,
+    /// newest first, page by page; `None` when the project is gone.
+    async fn listed_active(&self, project: &str) -> Result<Option<Option<Value>>, Ended> {
         let path = segments(&["v1", "projects", project, "proxy-settings"]);
         let active = self
             .client
@@ -363,7 +641,7 @@ impl Follower {
             })
             .await;
         match active {
-            Ok(active) => Ok(Some((body, active))),
+            Ok(active) => Ok(Some(active)),
             Err(error) if is_not_found(&error) => Ok(None),
             Err(error) => Err(classify(error)),
         }
@@ -405,7 +683,7 @@ impl Follower {
 
     fn saved_cursor(&self) -> anyhow::Result<Option<Cursor>> {
         let path = self.args.dir.join(CURSOR_FILE);
-        match std::fs::read_to_string(&path) {
+        match self.root.read_to_string(CURSOR_FILE) {
             Ok(text) => Cursor::parse(text.trim()).map(Some).ok_or_else(|| {
                 anyhow!(
                     "{} holds no cursor; remove it to start over",
@@ -417,29 +695,82 @@ impl Follower {
         }
     }
 
-    /// The project folders the folder holds (those with a project.json).
+    fn save_cursor(&self, cursor: Cursor) -> anyhow::Result<()> {
+        let mut text = cursor.to_string();
+        text.push('\n');
+        write_if_changed(&self.root, CURSOR_FILE, &text)
+            .map(drop)
+            .with_context(|| format!("{}", self.args.dir.join(CURSOR_FILE).display()))
+    }
+
+    /// The folders of the folder that are a project's: a real folder (not
+    /// a link), named as a project id, holding a project.json.
     fn project_folders(&self) -> anyhow::Result<Vec<String>> {
         let mut found = Vec::new();
-        for entry in std::fs::read_dir(&self.args.dir)? {
-            let entry = entry?;
-            if entry.path().join("project.json").is_file()
-                && let Some(name) = entry.file_name().to_str()
+        let unreadable = || format!("cannot read {}", self.args.dir.display());
+        for entry in self.root.entries().with_context(unreadable)? {
+            let entry = entry.with_context(unreadable)?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            if ids::is_valid_id(&name)
+                && entry.file_type().is_ok_and(|kind| kind.is_dir())
+                && self.root.is_file(Path::new(&name).join(PROJECT_FILE))
             {
-                found.push(name.to_owned());
+                found.push(name);
             }
         }
         Ok(found)
     }
 
-    fn remove(&self, project: &str) -> anyhow::Result<()> {
+    /// The folder of `project` (a valid id: see [`followable`]), made when
+    /// missing; a link there is followed only within the folder.
+    fn project_folder(&self, project: &str) -> anyhow::Result<Dir> {
+        match self.root.create_dir(project) {
+            Ok(()) => sync_folder(&self.root)?,
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(error) => return Err(anyhow!("cannot make it: {error}")),
+        }
+        self.root.open_dir(project).map_err(|error| {
+            anyhow!("cannot open it (a link out of --dir is not followed): {error}")
+        })
+    }
+
+    /// Removes the folder of `project`, a link in it removed, never
+    /// followed; answers whether there was one.
+    fn remove(&self, project: &str) -> anyhow::Result<bool> {
         let folder = self.args.dir.join(project);
-        match std::fs::remove_dir_all(&folder) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                Err(anyhow!("cannot remove {}: {error}", folder.display()))
+        match self.root.remove_dir_all(project) {
+            Ok(()) => {
+                sync_folder(&self.root)?;
+                Ok(true)
             }
-            _ => sync_folder(&self.args.dir),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(error) => Err(anyhow!("cannot remove {}: {error}", folder.display())),
         }
     }
+}
+
+/// Whether `project`, as the service named it, may be followed: only an
+/// id the API's rule allows (letters, digits, `_`, `-`) is a file name,
+/// so that no id of a service (or of anyone between it and us) names a
+/// path out of the folder, such as `../x` or `/x`.
+fn followable(project: &str) -> bool {
+    let valid = ids::is_valid_id(project);
+    if !valid {
+        eprintln!(
+            "follow: the service named a project {project:?}, which is no project id ({}): not followed",
+            ids::ID_RULE
+        );
+    }
+    valid
+}
+
+/// The revision the folder's proxy-settings.json holds, if any.
+fn held_revision(folder: &Dir) -> Option<Value> {
+    let text = folder.read_to_string(SETTINGS_FILE).ok()?;
+    let held: Value = serde_json::from_str(&text).ok()?;
+    Some(held["revision"].clone()).filter(|revision| !revision.is_null())
 }
 
 /// Runs `--exec` in the folder; `Some(why)` when it fails: its exit
@@ -449,9 +780,15 @@ async fn run_exec(command: &str, dir: &Path) -> Result<Option<String>, Ended> {
     run.arg("-c")
         .arg(command)
         .current_dir(dir)
-        .env("PROXYDECK_FOLLOW_DIR", dir)
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
+    // The token (and every other client setting) stays with follow.
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PROXYDECK_") {
+            run.env_remove(name);
+        }
+    }
+    run.env(FOLLOW_DIR_VARIABLE, dir);
     let output = tokio::task::spawn_blocking(move || run.output())
         .await
         .map_err(|e| Ended::Fatal(anyhow!("cannot run --exec: {e}")))?
@@ -601,32 +938,40 @@ fn pretty(value: &Value) -> String {
     text
 }
 
-/// Writes `path` whole: a temporary file beside it, flushed to the disk,
-/// renamed over it, the folder flushed: a reader sees the old file or the
-/// new one, never a part, even across a crash.
-fn write_whole(path: &Path, text: &str) -> anyhow::Result<()> {
-    let folder = path.parent().unwrap_or(Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(folder)
-        .with_context(|| format!("cannot write in {}", folder.display()))?;
-    file.write_all(text.as_bytes())?;
-    file.as_file().sync_all()?;
-    file.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    sync_folder(folder)
+/// Writes `name` in `folder` whole unless it already holds `text`: a
+/// temporary file beside it, flushed to the disk, renamed over it (a link
+/// there is replaced, not followed), the folder flushed: a reader sees the
+/// old file or the new one, never a part, even across a crash. Answers
+/// whether it wrote.
+fn write_if_changed(folder: &Dir, name: &str, text: &str) -> anyhow::Result<bool> {
+    if folder.read_to_string(name).is_ok_and(|held| held == text) {
+        return Ok(false);
+    }
+    let cannot = || format!("cannot write {name}");
+    let mut file = cap_tempfile::TempFile::new(folder).with_context(cannot)?;
+    file.write_all(text.as_bytes()).with_context(cannot)?;
+    file.as_file().sync_all().with_context(cannot)?;
+    file.replace(name).with_context(cannot)?;
+    sync_folder(folder)?;
+    Ok(true)
 }
 
-fn remove_file(path: &Path) -> anyhow::Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => sync_folder(path.parent().unwrap_or(Path::new("."))),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(error) => bail!("cannot remove {}: {error}", path.display()),
+/// Removes `name` from `folder` (a link: the link); answers whether it was
+/// there.
+fn remove_file(folder: &Dir, name: &str) -> anyhow::Result<bool> {
+    match folder.remove_file(name) {
+        Ok(()) => sync_folder(folder).map(|()| true),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(error) => bail!("cannot remove {name}: {error}"),
     }
 }
 
-fn sync_folder(folder: &Path) -> anyhow::Result<()> {
-    std::fs::File::open(folder)
-        .and_then(|dir| dir.sync_all())
-        .with_context(|| format!("cannot flush {}", folder.display()))
+fn sync_folder(folder: &Dir) -> anyhow::Result<()> {
+    // The handle itself is O_PATH, which fsync refuses: open it to read.
+    folder
+        .open(".")
+        .and_then(|opened| opened.sync_all())
+        .context("cannot flush the folder")
 }
 
 #[cfg(test)]

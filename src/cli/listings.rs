@@ -1,8 +1,8 @@
-//! The API's three listings, `projects list`, `tokens list` and
-//! `proxy-settings list`: read from a running proxydeck over HTTP and shown
-//! as a table, JSON or NDJSON; one page, or every page with `--all`.
-//! Objects are printed exactly as the server sent them, unless `--json
-//! FIELDS` or `--jq` asks for less.
+//! The API's listings, `projects list`, `tokens list`, `proxy-settings
+//! list` and (every page of) `proxy-settings edges`: read from a running
+//! proxydeck over HTTP and shown as a table, JSON or NDJSON; one page, or
+//! every page with `--all`. Objects are printed exactly as the server sent
+//! them, unless `--json FIELDS` or `--jq` asks for less.
 
 use std::io::{IsTerminal, Write};
 
@@ -13,9 +13,10 @@ use serde_json::value::RawValue;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::api::{ApiClient, Request};
+use super::api::{ApiClient, Request, v1};
 use super::connection::{self, Connection};
-use super::output::{Jq, Json, Style, schema_fields};
+use super::names::{PROJECT_HELP, resolve_project};
+use super::output::{Jq, Json, Style, printable, schema_fields, write_json_line};
 use super::table::{self, Column};
 use crate::domain::pagination::MAX_LIMIT;
 
@@ -100,19 +101,19 @@ pub struct TokensList {
 
 #[derive(Args)]
 pub struct ProxySettingsList {
-    /// The project's id.
-    #[arg(value_name = "PROJECT_ID")]
-    project_id: String,
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
     #[command(flatten)]
     listing: ListingArgs,
 }
 
-/// What differs between the three listings.
+/// What differs between the listings.
 #[derive(Clone, Copy)]
-enum Kind {
+pub(super) enum Kind {
     Projects,
     Tokens,
     ProxySettings,
+    Edges,
 }
 
 impl Kind {
@@ -142,10 +143,18 @@ impl Kind {
             Column::dropped("ROUTES", 1),
             Column::cut("DESCRIPTION", 20),
         ];
+        const EDGES: [Column; 5] = [
+            Column::kept("EDGE"),
+            Column::kept("REVISION"),
+            Column::kept("STATUS"),
+            Column::dropped("REPORTED (UTC)", 2),
+            Column::dropped("STALE", 1),
+        ];
         match self {
             Self::Projects => &PROJECTS,
             Self::Tokens => &TOKENS,
             Self::ProxySettings => &PROXY_SETTINGS,
+            Self::Edges => &EDGES,
         }
     }
 
@@ -191,6 +200,13 @@ impl Kind {
                     cell("description"),
                 ]
             }
+            Self::Edges => vec![
+                cell("name"),
+                cell("revision"),
+                cell("status"),
+                table::when(&item["reported_at"], "-"),
+                if item["stale"] == true { "yes" } else { "no" }.to_owned(),
+            ],
         }
     }
 
@@ -200,6 +216,7 @@ impl Kind {
             Self::Projects => "Project",
             Self::Tokens => "ApiToken",
             Self::ProxySettings => "ProxySettings",
+            Self::Edges => "Edge",
         }
     }
 
@@ -209,12 +226,13 @@ impl Kind {
             Self::Projects => "projects",
             Self::Tokens => "API tokens",
             Self::ProxySettings => "proxy settings revisions",
+            Self::Edges => "edges",
         }
     }
 }
 
 /// How the items are printed.
-enum Printing {
+pub(super) enum Printing {
     Table,
     Json(Json),
     Ndjson,
@@ -222,7 +240,7 @@ enum Printing {
 
 impl Shape {
     /// What the flags ask for; a pair that cannot go together is refused.
-    fn printing(self, kind: Kind) -> anyhow::Result<Printing> {
+    pub(super) fn printing(self, kind: Kind) -> anyhow::Result<Printing> {
         let json = self.json.is_some() || self.jq.is_some();
         match self.output {
             Some(Format::Json) => bail!(
@@ -263,45 +281,65 @@ impl Shape {
 /// `projects list`.
 pub async fn projects(args: ProjectsList) -> anyhow::Result<()> {
     let filter = args.organization_id.map(|id| ("organization_id", id));
-    let segments = ["v1".into(), "projects".into()];
-    list(Kind::Projects, &segments, filter, args.listing).await
+    let (client, printing, paging) = args.listing.open(Kind::Projects)?;
+    let segments = v1(&["projects"]);
+    let printer = Printer::new(printing, Kind::Projects);
+    list(&client, &segments, filter, paging, printer).await
 }
 
 /// `tokens list`.
 pub async fn tokens(args: TokensList) -> anyhow::Result<()> {
     let filter = args.name.map(|name| ("name", name));
-    let segments = ["v1".into(), "api_tokens".into()];
-    list(Kind::Tokens, &segments, filter, args.listing).await
+    let (client, printing, paging) = args.listing.open(Kind::Tokens)?;
+    let segments = v1(&["api_tokens"]);
+    let printer = Printer::new(printing, Kind::Tokens);
+    list(&client, &segments, filter, paging, printer).await
 }
 
 /// `proxy-settings list`.
 pub async fn proxy_settings(args: ProxySettingsList) -> anyhow::Result<()> {
-    let segments = [
-        "v1".into(),
-        "projects".into(),
-        args.project_id,
-        "proxy-settings".into(),
-    ];
-    list(Kind::ProxySettings, &segments, None, args.listing).await
+    let (client, printing, paging) = args.listing.open(Kind::ProxySettings)?;
+    let id = resolve_project(&client, &args.project).await?;
+    let segments = v1(&["projects", &id, "proxy-settings"]);
+    let printer = Printer::new(printing, Kind::ProxySettings);
+    list(&client, &segments, None, paging, printer).await
+}
+
+impl ListingArgs {
+    /// The client, and how and which pages to print, settled before
+    /// anything is sent.
+    fn open(self, kind: Kind) -> anyhow::Result<(ApiClient, Printing, Paging)> {
+        let printing = self.shape.printing(kind)?;
+        let client = ApiClient::new(&connection::resolve(&self.connection)?)?;
+        Ok((client, printing, self.paging))
+    }
+}
+
+/// Prints every page of the listing at `segments` with `printer`.
+pub(super) async fn list_all(
+    client: &ApiClient,
+    segments: &[String],
+    printer: Printer,
+) -> anyhow::Result<()> {
+    let paging = Paging {
+        limit: None,
+        start_key: None,
+        order_direction: None,
+        all: true,
+    };
+    list(client, segments, None, paging, printer).await
 }
 
 /// Prints the listing at `segments` (narrowed by `filter`, a query
-/// parameter, when given) page by page as `listing` asks.
+/// parameter, when given) page by page as `paging` asks.
 async fn list(
-    kind: Kind,
+    client: &ApiClient,
     segments: &[String],
     filter: Option<(&'static str, String)>,
-    listing: ListingArgs,
+    paging: Paging,
+    mut printer: Printer,
 ) -> anyhow::Result<()> {
-    let ListingArgs {
-        paging,
-        shape,
-        connection,
-    } = listing;
-    let printing = shape.printing(kind)?;
-    let client = ApiClient::new(&connection::resolve(&connection)?)?;
     let limit = paging.limit.or(paging.all.then_some(MAX_LIMIT));
-    let mut printer = Printer::new(printing, kind);
     let mut start_key = paging.start_key.clone();
     loop {
         let mut query: Vec<(&str, String)> = filter.iter().cloned().collect();
@@ -321,13 +359,16 @@ async fn list(
             Some(key) if paging.all => start_key = Some(key),
             Some(key) => {
                 let table = matches!(printer.printing, Printing::Table);
-                printer.finish(&client).await?;
+                printer.finish(client).await?;
                 if table {
-                    eprintln!("more may follow: --start-key {key} (or --all)");
+                    eprintln!(
+                        "more may follow: --start-key {} (or --all)",
+                        printable(&key)
+                    );
                 }
                 return Ok(());
             }
-            None => return printer.finish(&client).await,
+            None => return printer.finish(client).await,
         }
     }
 }
@@ -335,26 +376,38 @@ async fn list(
 /// Prints the items. NDJSON streams each page as it arrives (the format
 /// for walks too long to hold); JSON and tables are printed whole at the
 /// end, so a walk that fails half-way leaves no broken document.
-struct Printer {
+pub(super) struct Printer {
     printing: Printing,
     kind: Kind,
+    /// A line above the table, made from the items.
+    heading: Option<fn(&[Value]) -> String>,
     items: Vec<Box<RawValue>>,
 }
 
 impl Printer {
-    fn new(printing: Printing, kind: Kind) -> Self {
+    pub(super) fn new(printing: Printing, kind: Kind) -> Self {
         Self {
             printing,
             kind,
+            heading: None,
             items: Vec::new(),
+        }
+    }
+
+    /// The table starts with `heading`'s line, even when it has no rows.
+    pub(super) fn with_heading(self, heading: fn(&[Value]) -> String) -> Self {
+        Self {
+            heading: Some(heading),
+            ..self
         }
     }
 
     fn items(&mut self, items: Vec<Box<RawValue>>) -> anyhow::Result<()> {
         if let Printing::Ndjson = self.printing {
             let mut stdout = std::io::stdout().lock();
+            let style = Style::stdout();
             for item in &items {
-                writeln!(stdout, "{}", item.get())?;
+                write_json_line(item.get(), style, &mut stdout)?;
             }
             stdout.flush()?;
         } else {
@@ -377,7 +430,11 @@ impl Printer {
             _ => OrganizationNames::new(),
         };
         let mut stdout = std::io::stdout().lock();
+        if let (Printing::Table, Some(heading)) = (&self.printing, self.heading) {
+            writeln!(stdout, "{}", printable(&heading(&objects)))?;
+        }
         match &self.printing {
+            Printing::Table if self.items.is_empty() && self.heading.is_some() => {}
             Printing::Table if self.items.is_empty() => {
                 eprintln!("no {}", self.kind.plural());
             }

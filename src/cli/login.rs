@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::api::{ApiClient, Refused, Request};
 use super::connection::{Connection, DEFAULT_URL, Source, Target, resolve_with_sources};
-use super::output::Output;
+use super::output::{Output, printable};
 use super::profile::{ProfileArg, Saved, file_of, load, save};
 use super::table;
 use crate::domain::token;
@@ -234,15 +234,18 @@ pub async fn status(command: AuthCommand, out: &Output) -> anyhow::Result<()> {
                     .join(", ")
             ),
         };
+        let who = match (name, email) {
+            (Some(name), Some(email)) => {
+                format!("{name} <{email}> (id {})", user.as_deref().unwrap_or("-"))
+            }
+            _ => user.clone().unwrap_or_else(|| "-".to_owned()),
+        };
         format!(
-            "{url}\n  url from:   {}\n  token:      {token}\n  token from: {}\n  user:       {}\n  works:      yes",
+            "{url}\n  url from:   {}\n  token:      {}\n  token from: {}\n  user:       {}\n  works:      yes",
             from(resolved.url_from, "PROXYDECK_URL", "--url"),
+            printable(&token),
             from(resolved.token_from, "PROXYDECK_TOKEN", "--token"),
-            match (name, email) {
-                (Some(name), Some(email)) =>
-                    format!("{name} <{email}> (id {})", user.as_deref().unwrap_or("-")),
-                _ => user.clone().unwrap_or_else(|| "-".to_owned()),
-            },
+            printable(&who),
         )
     })
 }

@@ -13,6 +13,7 @@ mod edges;
 mod follow;
 mod listings;
 mod login;
+mod names;
 mod output;
 mod profile;
 mod progress;
@@ -28,7 +29,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::app::{Service, ServiceOptions, shutdown_signal};
+use crate::app::{Listeners, Service, ServiceOptions, shutdown_signal};
 use crate::auth::AuthOptions;
 use crate::domain::url_password;
 use crate::feed::FeedOptions;
@@ -150,9 +151,7 @@ enum Command {
     /// Keep a folder in step with a project's (or an organization's
     /// projects') configuration through the change feed, running a command
     /// after each change.
-    #[command(
-        after_help = "Examples:\n  proxydeck follow --project acme-shop --dir /etc/edge/proxydeck --exec 'systemctl reload haproxy'\n  proxydeck follow --organization 0190b7a4-0000-7000-8000-000000000001 --dir ./config --once\n\nFor each project: PROJECT/project.json and PROJECT/proxy-settings.json (its active revision),\neach written whole. .cursor saves where the files stand: a restart resumes there."
-    )]
+    #[command(after_help = follow::AFTER_HELP)]
     Follow(follow::FollowArgs),
     /// Check an API token and keep it, with the API's URL, for the client
     /// commands (a profile in your configuration folder).
@@ -556,7 +555,8 @@ impl ServeArgs {
 
 /// Runs the command line; the exit status is 0 on success, 2 with a
 /// one-line error on stderr for a bad command line or configuration file,
-/// 1 with a one-line error for any other failure.
+/// 3 when `follow --once`'s `--exec` failed, 1 with a one-line error for
+/// any other failure.
 pub fn main() -> ExitCode {
     let argv: Vec<_> = std::env::args_os().collect();
     let Parsed { cli, effective } = match config::parse(&argv) {
@@ -624,9 +624,12 @@ fn fail(error: &anyhow::Error) -> ExitCode {
     }) {
         return ExitCode::SUCCESS;
     }
-    eprintln!("error: {error:#}");
+    // One line, whatever the server or a file put in the message.
+    eprintln!("error: {}", output::printable(&format!("{error:#}")));
     if error.is::<config::BadSetting>() {
         ExitCode::from(2)
+    } else if error.is::<follow::ExecFailed>() {
+        ExitCode::from(3)
     } else {
         ExitCode::FAILURE
     }
@@ -756,8 +759,11 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
                 replicas: args.replicas(&database, password_file, effective)?,
                 ..store_options
             };
+            // The address first: a start that cannot listen runs no
+            // migration.
+            let listeners = Listeners::bind(&options).await?;
             let store = store::open(&database, &store_options).await?;
-            let service = Service::bind(Arc::new(store), options).await?;
+            let service = Service::on(listeners, Arc::new(store), options)?;
             service.run(shutdown).await;
             Ok(())
         }

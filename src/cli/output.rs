@@ -2,8 +2,10 @@
 //! with `--json`, text otherwise ([`Output`]). The terminal client's JSON:
 //! every field or some (`--json [FIELDS]`, as `gh` has it), through a jq
 //! program (`--jq`, run by jaq); pretty-printed and coloured on a
-//! terminal, compact when piped.
+//! terminal, compact when piped. Text from the server is never printed
+//! raw where a person reads it: [`printable`].
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 
 use anyhow::{Context as _, anyhow, bail};
@@ -38,6 +40,76 @@ impl Output {
         stdout.flush()?;
         Ok(())
     }
+}
+
+/// Whether `c` may act on a terminal rather than show: a control
+/// character (C0 with newline and tab, DEL, C1: cursor moves, a window
+/// title, a clipboard write), a bidirectional control (it reorders what a
+/// person reads), or a line or paragraph separator.
+fn acts(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
+}
+
+/// Text from the server as the client shows it to people (tables, the
+/// text of an object, diffs, summaries, error messages), on a terminal
+/// or piped alike: each character that [`acts`] written as Rust writes it
+/// (`\n`, `\t`, `\u{1b}`, `\u{202e}`), the rest as sent. JSON output does
+/// not go through it: see [`printable_json`].
+pub(crate) fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(acts) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if acts(c) {
+            shown.extend(c.escape_debug());
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
+}
+
+/// JSON text for a terminal: each character that [`acts`] and that a
+/// JSON writer may leave raw in a string (DEL and beyond) written as a
+/// JSON escape (`\u202e`): the same JSON value, shown safely. The ASCII
+/// controls are left: JSON text holds them only as its own whitespace
+/// (a string holds them escaped) or as the colours put in it.
+fn printable_json(text: &str) -> Cow<'_, str> {
+    let raw = |c: char| acts(c) && c >= '\u{7f}';
+    if !text.chars().any(raw) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if raw(c) {
+            shown.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
+}
+
+/// Writes one JSON text (a document, or an object of NDJSON) and a
+/// newline: as it is, unless it goes to a terminal.
+pub fn write_json_line(text: &str, style: Style, out: &mut impl Write) -> anyhow::Result<()> {
+    if style.pretty {
+        writeln!(out, "{}", printable_json(text))?;
+    } else {
+        writeln!(out, "{text}")?;
+    }
+    Ok(())
 }
 
 /// How JSON is laid out: indented on a terminal, coloured there unless
@@ -255,7 +327,11 @@ pub fn print_document(
 fn write_outputs(jq: &Jq, document: Val, style: Style, out: &mut impl Write) -> anyhow::Result<()> {
     for output in jq.run(document)? {
         match &output {
-            // As `gh --jq` and `jq -r` print them.
+            // As `gh --jq` and `jq -r` print them; a person reads them
+            // on a terminal, so there they are made printable.
+            Val::TStr(text) if style.pretty => {
+                writeln!(out, "{}", printable(&String::from_utf8_lossy(text)))?;
+            }
             Val::TStr(text) => {
                 out.write_all(text)?;
                 writeln!(out)?;
@@ -299,7 +375,8 @@ fn select(value: &Val, fields: &[String]) -> Val {
     Val::obj(chosen)
 }
 
-/// `value` as JSON text in `style`: two-space indents and jq's colours.
+/// `value` as JSON text in `style`: two-space indents and jq's colours,
+/// and on a terminal [`printable_json`].
 pub fn render(value: &Val, style: Style) -> String {
     let printer = Pp {
         indent: style.pretty.then(|| "  ".to_owned()),
@@ -313,7 +390,12 @@ pub fn render(value: &Val, style: Style) -> String {
     };
     let mut text = Vec::new();
     jaq_json::write::write(&mut text, &printer, 0, value).expect("writing to memory succeeds");
-    String::from_utf8_lossy(&text).into_owned()
+    let text = String::from_utf8_lossy(&text);
+    if style.pretty {
+        printable_json(&text).into_owned()
+    } else {
+        text.into_owned()
+    }
 }
 
 /// The members of `schema` in the OpenAPI document: the fields `--json`
@@ -459,6 +541,35 @@ mod tests {
         let mut out = Vec::new();
         let error = failing.write(&items(&ITEMS), &mut out).unwrap_err();
         assert!(error.to_string().starts_with("--jq: "), "{error}");
+    }
+
+    #[test]
+    fn text_from_the_server_is_made_printable() {
+        let hostile = "a\u{1b}[2J\u{1b}]52;c;aGk=\u{7}\u{9b}1m\u{202e}z\té\n日\u{2066}\u{7f}";
+        assert_eq!(
+            printable(hostile),
+            r"a\u{1b}[2J\u{1b}]52;c;aGk=\u{7}\u{9b}1m\u{202e}z\té\n日\u{2066}\u{7f}"
+        );
+        // What does not act is left as it is, backslashes, quotes and
+        // combining marks too.
+        let plain = "plain é 日本 \\ \" e\u{301}";
+        assert!(matches!(printable(plain), Cow::Borrowed(text) if text == plain));
+
+        // JSON on a terminal: the same value, written with JSON escapes.
+        let text = serde_json::to_string(hostile).unwrap();
+        let value = jaq_json::read::parse_single(text.as_bytes()).unwrap();
+        let terminal = Style {
+            pretty: true,
+            colour: false,
+        };
+        let shown = render(&value, terminal);
+        assert_eq!(
+            shown,
+            r#""a\u001b[2J\u001b]52;c;aGk=\u0007\u009b1m\u202ez\té\n日\u2066\u007f""#
+        );
+        assert_eq!(serde_json::from_str::<String>(&shown).unwrap(), hostile);
+        // Piped, it is left as the JSON writer wrote it.
+        assert!(render(&value, Style::PLAIN).contains('\u{202e}'));
     }
 
     #[test]

@@ -4,17 +4,18 @@
 //! each (the API has no single-revision read).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{IsTerminal, Write};
 
-use anyhow::{anyhow, bail};
+use anyhow::anyhow;
 use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::api::{ApiClient, Page, Refused};
+use super::api::{ApiClient, Page, Refused, v1};
 use super::connection::{self, Connection};
-use super::output::{Jq, Style, print_document};
+use super::names::{PROJECT_HELP, resolve_project};
+use super::output::{Jq, Style, print_document, printable};
 use crate::domain::pagination::MAX_LIMIT;
 use crate::telemetry;
 
@@ -33,23 +34,10 @@ pub struct Document {
     jq: Option<String>,
 }
 
-impl Document {
-    /// The `--jq` program, if any.
-    pub(super) fn jq(&self) -> Option<&str> {
-        self.jq.as_deref()
-    }
-
-    /// Whether a JSON document is asked for (`--json` or `--jq`).
-    pub(super) fn wanted(&self) -> bool {
-        self.json.is_some() || self.jq.is_some()
-    }
-}
-
 #[derive(Args)]
 pub struct GetArgs {
-    /// The project's id.
-    #[arg(value_name = "PROJECT_ID")]
-    project_id: String,
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
     /// The revision's number.
     #[arg(value_name = "REVISION", value_parser = clap::value_parser!(u32).range(1..))]
     revision: u32,
@@ -61,9 +49,8 @@ pub struct GetArgs {
 
 #[derive(Args)]
 pub struct DiffArgs {
-    /// The project's id.
-    #[arg(value_name = "PROJECT_ID")]
-    project_id: String,
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
     /// The revision compared from (the older one, usually).
     #[arg(value_name = "A", value_parser = clap::value_parser!(u32).range(1..))]
     from: u32,
@@ -80,7 +67,8 @@ pub struct DiffArgs {
 pub async fn get(args: GetArgs) -> anyhow::Result<()> {
     let jq = args.document.jq.as_deref().map(Jq::compile).transpose()?;
     let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
-    let revision = fetch(&client, &args.project_id, args.revision).await?;
+    let project = Project::resolve(&client, args.project).await?;
+    let revision = fetch(&client, &project, args.revision).await?;
     let mut stdout = std::io::stdout().lock();
     print_document(
         &revision.to_string(),
@@ -98,23 +86,45 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
     let document = args.document.json.is_some() || args.document.jq.is_some();
     let jq = args.document.jq.as_deref().map(Jq::compile).transpose()?;
     let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
-    let from = fetch(&client, &args.project_id, args.from).await?;
+    let project = Project::resolve(&client, args.project).await?;
+    let from = fetch(&client, &project, args.from).await?;
     let to = if args.to == args.from {
         from.clone()
     } else {
-        fetch(&client, &args.project_id, args.to).await?
+        fetch(&client, &project, args.to).await?
     };
-    let diff = Diff::between(&args.project_id, &from, &to)?;
+    let diff = Diff::between(&project.id, &from, &to)?;
     let mut stdout = std::io::stdout().lock();
     if document {
         let text = serde_json::to_string(&diff)?;
         print_document(&text, jq.as_ref(), Style::stdout(), &mut stdout)?;
     } else {
         let colour = telemetry::colour(std::io::stdout().is_terminal());
-        write!(stdout, "{}", diff.text(colour))?;
+        write!(stdout, "{}", diff.text(&project.given, colour))?;
     }
     stdout.flush()?;
     Ok(())
+}
+
+/// A project as the person named it, and its id.
+pub(super) struct Project {
+    given: String,
+    id: String,
+}
+
+impl Project {
+    /// A project the caller knows by its id (`follow`, from the feed).
+    pub(super) fn by_id(id: &str) -> Self {
+        Self {
+            given: id.to_owned(),
+            id: id.to_owned(),
+        }
+    }
+
+    async fn resolve(client: &ApiClient, given: String) -> anyhow::Result<Self> {
+        let id = resolve_project(client, &given).await?;
+        Ok(Self { given, id })
+    }
 }
 
 /// Revision `number` of `project`, read with pages of one item: ascending
@@ -122,8 +132,17 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
 /// `number + 1`; either page answers whether `number` exists. Revisions
 /// are numbered without gaps unless an import left some: when neither
 /// neighbour exists, pages walk down from the newest revision to `number`.
-async fn fetch(client: &ApiClient, project: &str, number: u32) -> anyhow::Result<Value> {
-    let missing = || anyhow!("project {project:?} has no proxy settings revision {number}");
+pub(super) async fn fetch(
+    client: &ApiClient,
+    project: &Project,
+    number: u32,
+) -> anyhow::Result<Value> {
+    let missing = || {
+        anyhow!(
+            "project {:?} has no proxy settings revision {number}",
+            project.given
+        )
+    };
     // Revision 1 is the first item: no start key.
     let mut tries = vec![("ASC", (number > 1).then(|| (number - 1).to_string()))];
     tries.extend(
@@ -160,17 +179,12 @@ async fn fetch(client: &ApiClient, project: &str, number: u32) -> anyhow::Result
 /// revision of it.
 async fn page(
     client: &ApiClient,
-    project: &str,
+    project: &Project,
     direction: &str,
     limit: u32,
     start_key: Option<String>,
 ) -> anyhow::Result<Option<Page>> {
-    let segments = [
-        "v1".to_owned(),
-        "projects".to_owned(),
-        project.to_owned(),
-        "proxy-settings".to_owned(),
-    ];
+    let segments = v1(&["projects", &project.id, "proxy-settings"]);
     let mut query = vec![
         ("limit", limit.to_string()),
         ("order_direction", direction.to_owned()),
@@ -180,8 +194,10 @@ async fn page(
         Ok(page) => Ok(Some(page)),
         Err(error) => match error.downcast_ref::<Refused>() {
             Some(refused) if refused.is_unknown_start_key() => Ok(None),
+            // Gone since it was named.
             Some(refused) if refused.is_not_found() => Err(anyhow!(
-                "no project {project:?} (or this token cannot see it)"
+                "no project {:?} (or this token cannot see it)",
+                project.given
             )),
             _ => Err(error),
         },
@@ -203,11 +219,25 @@ pub struct Diff {
     /// Whether the description, the backends or the routes differ
     /// (`is_active` aside: two revisions seldom share it).
     differs: bool,
-    /// Matched by name, in name order.
+    /// Paired by name (see [`backend_changes`]).
     backends: Vec<BackendChange>,
-    /// Compared in order (see [`route_changes`]).
+    /// Paired by path and regex (see [`route_changes`]).
     routes: Vec<RouteChange>,
+    /// The ranks whose routes B evaluates in another order (see
+    /// [`reordered_ranks`]).
+    reordered: Vec<Reordered>,
     unchanged: Unchanged,
+}
+
+/// Routes of one rank, unchanged or not, that B lists (so evaluates) in
+/// another order than A: routes of one rank go in the order of the list.
+#[derive(Debug, Serialize, PartialEq)]
+struct Reordered {
+    rank: Value,
+    /// Their paths, in A's order.
+    from: Vec<String>,
+    /// Their paths, in B's order.
+    to: Vec<String>,
 }
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -288,18 +318,22 @@ impl Diff {
             revision[field].as_array().cloned().unwrap_or_default()
         };
         let (backends, same_backends) =
-            backend_changes(&list(from, "backends"), &list(to, "backends"))?;
-        let (routes, same_routes) = route_changes(&list(from, "routes"), &list(to, "routes"));
+            backend_changes(&list(from, "backends"), &list(to, "backends"));
+        let (from_routes, to_routes) = (list(from, "routes"), list(to, "routes"));
+        let (routes, same_routes) = route_changes(&from_routes, &to_routes);
+        let reordered = reordered_ranks(&from_routes, &to_routes);
         let (from, to) = (side(from)?, side(to)?);
         Ok(Self {
             project_id: project.to_owned(),
             differs: from.description != to.description
                 || !backends.is_empty()
-                || !routes.is_empty(),
+                || !routes.is_empty()
+                || !reordered.is_empty(),
             from,
             to,
             backends,
             routes,
+            reordered,
             unchanged: Unchanged {
                 backends: same_backends,
                 routes: same_routes,
@@ -308,139 +342,157 @@ impl Diff {
     }
 }
 
-/// The backends of A and B matched by name: the changes in name order,
-/// and how many are the same.
-fn backend_changes(from: &[Value], to: &[Value]) -> anyhow::Result<(Vec<BackendChange>, usize)> {
-    let by_name = |backends: &[Value]| -> anyhow::Result<BTreeMap<String, Value>> {
-        backends
-            .iter()
-            .map(|backend| match backend["name"].as_str() {
-                Some(name) => Ok((name.to_owned(), backend.clone())),
-                None => bail!("the server sent a backend without a name"),
-            })
-            .collect()
-    };
-    let (mut from, to) = (by_name(from)?, by_name(to)?);
-    let mut changes = Vec::new();
+/// The items of A and B paired by `key` (docs/management.md, "Comparing
+/// revisions"): the k-th item of A with a key and the k-th item of B with
+/// the same key are a pair. Answers each item of A with its partner in B,
+/// if any, and the items of B left alone, in B's order.
+fn pair_up<K: Ord>(
+    from: &[Value],
+    to: &[Value],
+    key: impl Fn(&Value) -> K,
+) -> (Vec<Option<usize>>, Vec<usize>) {
+    let mut waiting: BTreeMap<K, VecDeque<usize>> = BTreeMap::new();
+    for (b, item) in to.iter().enumerate() {
+        waiting.entry(key(item)).or_default().push_back(b);
+    }
+    let partners: Vec<Option<usize>> = from
+        .iter()
+        .map(|item| waiting.get_mut(&key(item)).and_then(VecDeque::pop_front))
+        .collect();
+    let mut alone: Vec<usize> = waiting.into_values().flatten().collect();
+    alone.sort_unstable();
+    (partners, alone)
+}
+
+/// A backend's key: its name.
+fn backend_key(backend: &Value) -> String {
+    backend["name"].to_string()
+}
+
+/// A route's key: what it matches, its path and whether that is a regex.
+fn route_key(route: &Value) -> (String, bool) {
+    (route["path"].to_string(), route["regex"] == true)
+}
+
+/// What became of an item of A or B (its places in A and B, from 0).
+enum Fate {
+    Removed(usize),
+    Changed(usize, usize, Vec<MemberChange>),
+    Added(usize),
+}
+
+/// The items of A and B paired by `key` ([`pair_up`]) and judged: the
+/// removed and changed ones in A's order, then the added ones in B's
+/// order; and how many pairs are the same.
+fn fates<K: Ord>(from: &[Value], to: &[Value], key: impl Fn(&Value) -> K) -> (Vec<Fate>, usize) {
+    let (partners, added) = pair_up(from, to, key);
+    let mut fates = Vec::new();
     let mut same = 0;
-    for (name, after) in to {
-        match from.remove(&name) {
-            None => changes.push(BackendChange::Added { name, to: after }),
-            Some(before) => {
-                let members = member_changes(&before, &after);
+    for (a, partner) in partners.into_iter().enumerate() {
+        match partner {
+            None => fates.push(Fate::Removed(a)),
+            Some(b) => {
+                let members = member_changes(&from[a], &to[b]);
                 if members.is_empty() {
                     same += 1;
                 } else {
-                    changes.push(BackendChange::Changed { name, members });
+                    fates.push(Fate::Changed(a, b, members));
                 }
             }
         }
     }
-    changes.extend(
-        from.into_iter()
-            .map(|(name, before)| BackendChange::Removed { name, from: before }),
-    );
-    changes.sort_by(|a, b| a.name().cmp(b.name()));
-    Ok((changes, same))
+    fates.extend(added.into_iter().map(Fate::Added));
+    (fates, same)
 }
 
-impl BackendChange {
-    fn name(&self) -> &str {
-        match self {
-            Self::Added { name, .. } | Self::Removed { name, .. } | Self::Changed { name, .. } => {
-                name
-            }
-        }
-    }
-}
-
-/// The routes of A and B in order, as diff(1) compares lines: the longest
-/// common subsequence of equal routes stays. Between two routes that
-/// stay, a route taken from A and one put in B with the same path are one
-/// changed route, and so are the rest taken pairwise in order; what is
-/// left is removed or added. Answers the changes and how many stayed.
-fn route_changes(from: &[Value], to: &[Value]) -> (Vec<RouteChange>, usize) {
-    // lcs[i * width + j]: the longest common subsequence of from[i..] and
-    // to[j..]. At most 1,000 routes a revision: a million cells at most.
-    let width = to.len() + 1;
-    let mut lcs = vec![0u32; (from.len() + 1) * width];
-    for i in (0..from.len()).rev() {
-        for j in (0..to.len()).rev() {
-            lcs[i * width + j] = if from[i] == to[j] {
-                lcs[(i + 1) * width + j + 1] + 1
-            } else {
-                lcs[(i + 1) * width + j].max(lcs[i * width + j + 1])
-            };
-        }
-    }
-    let mut changes = Vec::new();
-    let mut same = 0;
-    let (mut i, mut j) = (0, 0);
-    let (mut removed, mut added) = (Vec::new(), Vec::new());
-    loop {
-        let stays = i < from.len() && j < to.len() && from[i] == to[j];
-        let end = i == from.len() && j == to.len();
-        if stays || end {
-            changes.extend(gap_changes(from, to, &removed, &added));
-            removed.clear();
-            added.clear();
-        }
-        if end {
-            return (changes, same);
-        }
-        if stays {
-            same += 1;
-            (i, j) = (i + 1, j + 1);
-        } else if j == to.len()
-            || (i < from.len() && lcs[(i + 1) * width + j] >= lcs[i * width + j + 1])
-        {
-            removed.push(i);
-            i += 1;
-        } else {
-            added.push(j);
-            j += 1;
-        }
-    }
-}
-
-/// The changes of one run of routes taken from A (`removed`, indexes) and
-/// put in B (`added`): pairs by path, then in order; changed and removed
-/// ones in A's order, then the added ones.
-fn gap_changes(
-    from: &[Value],
-    to: &[Value],
-    removed: &[usize],
-    added: &[usize],
-) -> Vec<RouteChange> {
-    let mut partner: Vec<Option<usize>> = vec![None; removed.len()];
-    let mut free: Vec<usize> = added.to_vec();
-    for (k, &a) in removed.iter().enumerate() {
-        if let Some(at) = free.iter().position(|&b| from[a]["path"] == to[b]["path"]) {
-            partner[k] = Some(free.remove(at));
-        }
-    }
-    let mut rest = free.iter();
-    let mut changes = Vec::new();
-    for (k, &a) in removed.iter().enumerate() {
-        let b = partner[k].or_else(|| rest.next().copied());
-        changes.push(match b {
-            Some(b) => RouteChange::Changed {
-                from_position: a + 1,
-                to_position: b + 1,
-                to: to[b].clone(),
-                members: member_changes(&from[a], &to[b]),
+/// The backends of A and B paired by name: the changes, and how many are
+/// the same.
+fn backend_changes(from: &[Value], to: &[Value]) -> (Vec<BackendChange>, usize) {
+    let name = |backend: &Value| match &backend["name"] {
+        Value::String(name) => name.clone(),
+        other => other.to_string(),
+    };
+    let (fates, same) = fates(from, to, backend_key);
+    let changes = fates
+        .into_iter()
+        .map(|fate| match fate {
+            Fate::Removed(a) => BackendChange::Removed {
+                name: name(&from[a]),
+                from: from[a].clone(),
             },
-            None => RouteChange::Removed {
+            Fate::Changed(a, _, members) => BackendChange::Changed {
+                name: name(&from[a]),
+                members,
+            },
+            Fate::Added(b) => BackendChange::Added {
+                name: name(&to[b]),
+                to: to[b].clone(),
+            },
+        })
+        .collect();
+    (changes, same)
+}
+
+/// The routes of A and B paired by what they match (path and regex): the
+/// changes, and how many are the same. Positions count from 1.
+fn route_changes(from: &[Value], to: &[Value]) -> (Vec<RouteChange>, usize) {
+    let (fates, same) = fates(from, to, route_key);
+    let changes = fates
+        .into_iter()
+        .map(|fate| match fate {
+            Fate::Removed(a) => RouteChange::Removed {
                 from_position: a + 1,
                 from: from[a].clone(),
             },
-        });
+            Fate::Changed(a, b, members) => RouteChange::Changed {
+                from_position: a + 1,
+                to_position: b + 1,
+                to: to[b].clone(),
+                members,
+            },
+            Fate::Added(b) => RouteChange::Added {
+                to_position: b + 1,
+                to: to[b].clone(),
+            },
+        })
+        .collect();
+    (changes, same)
+}
+
+/// The ranks whose paired routes (the same rank in A and B) B lists in
+/// another order than A, in the order each rank first comes in A: the
+/// edges evaluate routes of one rank in the order of the list, so such a
+/// reorder is a change although no route changed.
+fn reordered_ranks(from: &[Value], to: &[Value]) -> Vec<Reordered> {
+    let (partners, _) = pair_up(from, to, route_key);
+    // Each rank's pairs (place in A, place in B), in A's order.
+    let mut ranks: Vec<(&Value, Vec<(usize, usize)>)> = Vec::new();
+    for (a, b) in partners
+        .into_iter()
+        .enumerate()
+        .filter_map(|(a, b)| Some((a, b?)))
+        .filter(|&(a, b)| from[a]["rank"] == to[b]["rank"])
+    {
+        let rank = &from[a]["rank"];
+        match ranks.iter_mut().find(|(seen, _)| *seen == rank) {
+            Some((_, pairs)) => pairs.push((a, b)),
+            None => ranks.push((rank, vec![(a, b)])),
+        }
     }
-    changes.extend(rest.map(|&b| RouteChange::Added {
-        to_position: b + 1,
-        to: to[b].clone(),
-    }));
-    changes
+    let path = |route: &Value| route["path"].as_str().unwrap_or_default().to_owned();
+    ranks
+        .into_iter()
+        .filter(|(_, pairs)| pairs.windows(2).any(|two| two[0].1 > two[1].1))
+        .map(|(rank, mut pairs)| {
+            let from_order = pairs.iter().map(|&(a, _)| path(&from[a])).collect();
+            pairs.sort_by_key(|&(_, b)| b);
+            Reordered {
+                rank: rank.clone(),
+                from: from_order,
+                to: pairs.iter().map(|&(_, b)| path(&to[b])).collect(),
+            }
+        })
+        .collect()
 }
 
 /// The members whose values differ, in name order.
@@ -529,18 +581,20 @@ fn tally(kinds: &[Kind], same: usize) -> String {
 }
 
 impl Diff {
-    /// The diff for people: a heading, the description and which one is
-    /// active, then the backends and routes that differ with their
-    /// members (`-` removed, `+` added, `~` changed).
-    fn text(&self, colour: bool) -> String {
+    /// The diff for people: a heading naming the project as `given`, the
+    /// description and which one is active, then the backends and routes
+    /// that differ with their members (`-` removed, `+` added, `~`
+    /// changed). What the server sent is shown [`printable`].
+    fn text(&self, given: &str, colour: bool) -> String {
         let paint = Paint { on: colour };
         let (a, b) = (self.from.revision, self.to.revision);
         let mut out = paint.bold(&format!(
             "proxy settings of project {}: revision {a} -> revision {b}",
-            self.project_id
+            printable(given)
         ));
         out.push('\n');
-        let quoted = |text: &str| Value::String(text.to_owned()).to_string();
+        let quoted =
+            |text: &str| printable(&Value::String(text.to_owned()).to_string()).into_owned();
         if self.from.description == self.to.description {
             out.push_str(&format!(
                 "description: {} (the same)\n",
@@ -620,6 +674,19 @@ impl Diff {
             })
             .collect();
         section(&mut out, &paint, "routes", &entries, self.unchanged.routes);
+        for reordered in &self.reordered {
+            let rank = match &reordered.rank {
+                Value::String(rank) => rank.clone(),
+                other => other.to_string(),
+            };
+            let line = format!(
+                "routes of rank {rank}, evaluated in the order of the list: {} -> {}",
+                reordered.from.join(", "),
+                reordered.to.join(", ")
+            );
+            out.push_str(&Kind::Changed.line(&paint, &printable(&line)));
+            out.push('\n');
+        }
         out
     }
 }
@@ -648,16 +715,16 @@ fn section(
         tally(&kinds, same)
     ));
     let shown = |value: &Option<Value>| match value {
-        Some(value) => value.to_string(),
+        Some(value) => printable(&value.to_string()).into_owned(),
         None => "unset".to_owned(),
     };
     for (kind, heading, members) in entries {
-        out.push_str(&kind.line(paint, heading));
+        out.push_str(&kind.line(paint, &printable(heading)));
         out.push('\n');
         match members {
             Members::All(object) => {
                 for member in member_changes(&Value::Object(Map::new()), object) {
-                    let line = format!("    {}: {}", member.member, shown(&member.to));
+                    let line = format!("    {}: {}", printable(&member.member), shown(&member.to));
                     out.push_str(&match kind {
                         Kind::Added => paint.added(&line),
                         _ => paint.removed(&line),
@@ -669,7 +736,7 @@ fn section(
                 for change in changes.iter() {
                     out.push_str(&format!(
                         "    {}: {} -> {}\n",
-                        change.member,
+                        printable(&change.member),
                         paint.removed(&shown(&change.from)),
                         paint.added(&shown(&change.to))
                     ));
@@ -691,59 +758,27 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn route(path: &str, backend: &str) -> Value {
-        json!({"path": path, "backend_name": backend})
-    }
-
-    /// (kind, from position, to position) of each change.
-    fn places(changes: &[RouteChange]) -> Vec<(&str, usize, usize)> {
-        changes
-            .iter()
-            .map(|change| match change {
-                RouteChange::Added { to_position, .. } => ("added", 0, *to_position),
-                RouteChange::Removed { from_position, .. } => ("removed", *from_position, 0),
-                RouteChange::Changed {
-                    from_position,
-                    to_position,
-                    ..
-                } => ("changed", *from_position, *to_position),
-            })
-            .collect()
-    }
+    /// The cases the console runs too (tests/integration/console/).
+    const CASES: &str = include_str!("../../tests/integration/fixtures/revision-diff-cases.json");
 
     #[test]
-    fn routes_pair_by_path_then_in_order() {
-        let (a, b, c, x) = (
-            route("/a", "o"),
-            route("/b", "o"),
-            route("/c", "o"),
-            route("/x", "o"),
-        );
-        // Inserted at the top: one added, the rest unchanged.
-        let (changes, same) =
-            route_changes(&[a.clone(), b.clone()], &[c.clone(), a.clone(), b.clone()]);
-        assert_eq!((places(&changes), same), (vec![("added", 0, 1)], 2));
-        // /c changes its backend: paired with its old self by path, not
-        // with /b that went away before it.
-        let c2 = route("/c", "other");
-        let (changes, same) = route_changes(
-            &[a.clone(), b.clone(), c.clone(), x.clone()],
-            &[a.clone(), c2.clone(), x.clone()],
-        );
-        assert_eq!(
-            (places(&changes), same),
-            (vec![("removed", 2, 0), ("changed", 3, 2)], 2)
-        );
-        // A path changes: paired in order.
-        let (changes, _) = route_changes(&[a.clone(), b.clone()], &[a.clone(), route("/bb", "o")]);
-        assert_eq!(places(&changes), vec![("changed", 2, 2)]);
-        let RouteChange::Changed { members, .. } = &changes[0] else {
-            unreachable!()
-        };
-        assert_eq!(members.len(), 1);
-        assert_eq!(members[0].member, "path");
-        // Everything the same; both empty.
-        assert_eq!(route_changes(&[a.clone(), b.clone()], &[a, b]).1, 2);
-        assert_eq!(route_changes(&[], &[]), (vec![], 0));
+    fn the_diff_follows_the_shared_cases() {
+        let cases: Value = serde_json::from_str(CASES).unwrap();
+        for case in cases["cases"].as_array().unwrap() {
+            let revision = |side: &str, number: u32| {
+                let mut revision = case[side].clone();
+                revision["revision"] = json!(number);
+                revision
+            };
+            let diff = Diff::between("p", &revision("from", 1), &revision("to", 2)).unwrap();
+            let diff = serde_json::to_value(&diff).unwrap();
+            let said = json!({
+                "backends": diff["backends"],
+                "routes": diff["routes"],
+                "reordered": diff["reordered"],
+                "unchanged": diff["unchanged"],
+            });
+            assert_eq!(said, case["expected"], "{}", case["name"]);
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Aligned plain-text tables for terminals, fitted to a width when there
 //! is one: the least useful columns go first, then long cells end in `…`;
-//! a row never wraps.
+//! a row never wraps. Every cell is shown [`printable`]: a table's text
+//! comes from the server or the store.
 
 use std::io::IsTerminal;
 
@@ -10,8 +11,22 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use unicode_width::UnicodeWidthStr;
 
+use super::output::printable;
+
 /// Columns separated by spaces, no borders, no wrapping.
 pub fn render(headers: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    lay_out(headers, rows.into_iter().map(printable_row))
+}
+
+/// Each cell of `row`, [`printable`].
+fn printable_row(row: Vec<String>) -> Vec<String> {
+    row.into_iter()
+        .map(|cell| printable(&cell).into_owned())
+        .collect()
+}
+
+/// [`render`] of cells already printable.
+fn lay_out(headers: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
     let mut table = Table::new();
     table
         .load_preset(presets::NOTHING)
@@ -108,9 +123,11 @@ pub fn stdout_width() -> Option<usize> {
 /// is not enough the next column by drop rank goes. When nothing is left
 /// to drop or cut, lines are cut at the width.
 pub fn fit(columns: &[Column], rows: Vec<Vec<String>>, width: Option<usize>) -> String {
+    // Measured as shown.
+    let rows: Vec<Vec<String>> = rows.into_iter().map(printable_row).collect();
     let Some(width) = width else {
         let headers: Vec<&str> = columns.iter().map(|column| column.header).collect();
-        return render(&headers, rows);
+        return lay_out(&headers, rows);
     };
     let natural: Vec<usize> = (0..columns.len())
         .map(|i| {
@@ -159,7 +176,7 @@ pub fn fit(columns: &[Column], rows: Vec<Vec<String>>, width: Option<usize>) -> 
             .map(|&i| truncate(&row[i], widths[i]))
             .collect::<Vec<_>>()
     });
-    render(&headers, rows)
+    lay_out(&headers, rows)
         .lines()
         .map(|line| truncate(line, width))
         .collect::<Vec<_>>()

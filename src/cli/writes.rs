@@ -16,10 +16,11 @@ use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::api::{Answer, ApiClient, Request};
+use super::api::{Answer, ApiClient, Request, v1};
 use super::connection::{self, Connection};
 use super::duration::parse_duration;
-use super::output::{Jq, Json, Style, schema_fields};
+use super::names::{PROJECT_HELP, resolve_organization, resolve_project};
+use super::output::{Jq, Json, Style, printable, schema_fields};
 
 /// How the answered object is shown.
 #[derive(Args)]
@@ -67,9 +68,9 @@ impl ProjectMembers {
 
 #[derive(Args)]
 pub struct ProjectCreate {
-    /// The organization the project belongs to.
-    #[arg(long = "org", value_name = "ORG_ID")]
-    organization_id: Option<String>,
+    /// The organization the project belongs to: its slug or its id.
+    #[arg(long = "org", value_name = "ORG")]
+    organization: Option<String>,
     #[command(flatten)]
     members: ProjectMembers,
     #[command(flatten)]
@@ -80,9 +81,8 @@ pub struct ProjectCreate {
 
 #[derive(Args)]
 pub struct ProjectGet {
-    /// The project's id.
-    #[arg(value_name = "PROJECT_ID")]
-    project_id: String,
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
     #[command(flatten)]
     shape: ObjectShape,
     #[command(flatten)]
@@ -91,9 +91,8 @@ pub struct ProjectGet {
 
 #[derive(Args)]
 pub struct ProjectUpdate {
-    /// The project's id.
-    #[arg(value_name = "PROJECT_ID")]
-    project_id: String,
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
     #[command(flatten)]
     members: ProjectMembers,
     #[command(flatten)]
@@ -113,10 +112,25 @@ pub struct Precondition {
 }
 
 #[derive(Args)]
-pub struct Delete {
-    /// The id of what to delete.
-    #[arg(value_name = "ID")]
+pub struct ProjectDelete {
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
+    #[command(flatten)]
+    deletion: Deletion,
+}
+
+#[derive(Args)]
+pub struct TokenDelete {
+    /// The token's id.
+    #[arg(value_name = "TOKEN_ID")]
     id: String,
+    #[command(flatten)]
+    deletion: Deletion,
+}
+
+/// What a delete takes besides what it deletes.
+#[derive(Args)]
+pub struct Deletion {
     /// Do not ask. Without it the command asks on a terminal, and refuses
     /// when stdin is not one.
     #[arg(long, short)]
@@ -148,9 +162,8 @@ pub struct TokenCreate {
 
 #[derive(Args)]
 pub struct RevisionCreate {
-    /// The project's id.
-    #[arg(value_name = "PROJECT_ID")]
-    project_id: String,
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
     /// The revision: a JSON object with `description`, `backends` and
     /// `routes` (`-`: stdin).
     #[arg(long, value_name = "FILE")]
@@ -163,9 +176,8 @@ pub struct RevisionCreate {
 
 #[derive(Args)]
 pub struct RevisionActivate {
-    /// The project's id.
-    #[arg(value_name = "PROJECT_ID")]
-    project_id: String,
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
     /// The revision's number.
     #[arg(value_name = "REVISION", value_parser = clap::value_parser!(u32).range(1..))]
     revision: u32,
@@ -249,51 +261,64 @@ impl ObjectShape {
     }
 }
 
-fn segments(parts: &[&str]) -> Vec<String> {
-    std::iter::once("v1")
-        .chain(parts.iter().copied())
-        .map(str::to_owned)
-        .collect()
+/// A command's client, and how it prints the answer (settled before
+/// anything is sent).
+struct Session {
+    client: ApiClient,
+    printing: Printing,
+    kind: Kind,
+    show_etag: bool,
 }
 
-/// Sends `request` and prints the answer as `shape` asks; on a terminal
-/// the text starts with `done` and what the object is.
-async fn exchange(
-    connection: &Connection,
-    shape: &ObjectShape,
-    kind: Kind,
-    request: Request<'_>,
-    done: &str,
-) -> anyhow::Result<()> {
-    let printing = shape.printing(kind)?;
-    let client = ApiClient::new(&connection::resolve(connection)?)?;
-    let Answer { body, etag } = client.send(request).await?;
-    let object: Value =
-        serde_json::from_slice(&body).context("the server's answer is not a JSON object")?;
-    let mut stdout = std::io::stdout().lock();
-    match printing {
-        Printing::Text => {
-            let title = format!("{done} {}", kind.title(&object));
-            writeln!(stdout, "{}", title.trim_start())?;
-            write!(stdout, "{}", text(&object, etag.as_deref()))?;
-        }
-        Printing::Json(json) => {
-            let text = std::str::from_utf8(&body).context("the server's answer is not UTF-8")?;
-            json.write_one(text, &mut stdout)?;
-        }
+impl Session {
+    fn open(connection: &Connection, shape: &ObjectShape, kind: Kind) -> anyhow::Result<Self> {
+        let printing = shape.printing(kind)?;
+        let client = ApiClient::new(&connection::resolve(connection)?)?;
+        Ok(Self {
+            client,
+            printing,
+            kind,
+            show_etag: shape.show_etag,
+        })
     }
-    stdout.flush()?;
-    if shape.show_etag
-        && let Some(etag) = &etag
-    {
-        eprintln!("{etag}");
+
+    /// The id of the project `given` names ([`resolve_project`]).
+    async fn project(&self, given: &str) -> anyhow::Result<String> {
+        resolve_project(&self.client, given).await
     }
-    Ok(())
+
+    /// Sends `request` and prints the answer; on a terminal the text
+    /// starts with `done` and what the object is.
+    async fn exchange(self, request: Request<'_>, done: &str) -> anyhow::Result<()> {
+        let Answer { body, etag } = self.client.send(request).await?;
+        let object: Value =
+            serde_json::from_slice(&body).context("the server's answer is not a JSON object")?;
+        let mut stdout = std::io::stdout().lock();
+        match self.printing {
+            Printing::Text => {
+                let title = format!("{done} {}", printable(&self.kind.title(&object)));
+                writeln!(stdout, "{}", title.trim_start())?;
+                write!(stdout, "{}", text(&object, etag.as_deref()))?;
+            }
+            Printing::Json(json) => {
+                let text =
+                    std::str::from_utf8(&body).context("the server's answer is not UTF-8")?;
+                json.write_one(text, &mut stdout)?;
+            }
+        }
+        stdout.flush()?;
+        if self.show_etag
+            && let Some(etag) = &etag
+        {
+            eprintln!("{}", printable(etag));
+        }
+        Ok(())
+    }
 }
 
 /// The object's members, one a line and aligned, for people: its id
 /// first, the rest by name; strings bare, `-` for null, other values as
-/// compact JSON; then its ETag.
+/// compact JSON; then its ETag. All of it [`printable`].
 fn text(object: &Value, etag: Option<&str>) -> String {
     let mut lines: Vec<(String, String)> = object
         .as_object()
@@ -307,14 +332,14 @@ fn text(object: &Value, etag: Option<&str>) -> String {
                         Value::String(text) => text.clone(),
                         other => other.to_string(),
                     };
-                    (name.clone(), shown)
+                    (printable(name).into_owned(), printable(&shown).into_owned())
                 })
                 .collect()
         })
         .unwrap_or_default();
     // Stable: the rest stay in name order.
     lines.sort_by_key(|(name, _)| name != "id");
-    lines.extend(etag.map(|etag| ("etag".to_owned(), etag.to_owned())));
+    lines.extend(etag.map(|etag| ("etag".to_owned(), printable(etag).into_owned())));
     let width = lines.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
     lines
         .iter()
@@ -368,31 +393,21 @@ fn create(path: &[String], members: Map<String, Value>) -> Request<'_> {
 }
 
 pub async fn project_create(args: ProjectCreate) -> anyhow::Result<()> {
-    let members = args
-        .members
-        .body(Some(("organization_id", args.organization_id)))?;
-    let path = segments(&["projects"]);
-    let request = create(&path, members);
-    exchange(
-        &args.connection,
-        &args.shape,
-        Kind::Project,
-        request,
-        "created",
-    )
-    .await
+    let mut members = args.members.body(None)?;
+    let session = Session::open(&args.connection, &args.shape, Kind::Project)?;
+    if let Some(given) = &args.organization {
+        let id = resolve_organization(&session.client, given).await?;
+        members.insert("organization_id".to_owned(), Value::String(id));
+    }
+    let path = v1(&["projects"]);
+    session.exchange(create(&path, members), "created").await
 }
 
 pub async fn project_get(args: ProjectGet) -> anyhow::Result<()> {
-    let path = segments(&["projects", &args.project_id]);
-    exchange(
-        &args.connection,
-        &args.shape,
-        Kind::Project,
-        Request::new(Method::GET, &path),
-        "",
-    )
-    .await
+    let session = Session::open(&args.connection, &args.shape, Kind::Project)?;
+    let id = session.project(&args.project).await?;
+    let path = v1(&["projects", &id]);
+    session.exchange(Request::new(Method::GET, &path), "").await
 }
 
 pub async fn project_update(args: ProjectUpdate) -> anyhow::Result<()> {
@@ -400,44 +415,42 @@ pub async fn project_update(args: ProjectUpdate) -> anyhow::Result<()> {
     if members.is_empty() {
         bail!("nothing to change: give --slug, --description or --file");
     }
-    let path = segments(&["projects", &args.project_id]);
+    let session = Session::open(&args.connection, &args.shape, Kind::Project)?;
+    let id = session.project(&args.project).await?;
+    let path = v1(&["projects", &id]);
     let request = Request::new(Method::POST, &path)
         .body(Value::Object(members))
         .header("If-Match", args.precondition.if_match);
-    exchange(
-        &args.connection,
-        &args.shape,
-        Kind::Project,
-        request,
-        "updated",
-    )
-    .await
+    session.exchange(request, "updated").await
 }
 
-pub async fn project_delete(args: Delete) -> anyhow::Result<()> {
-    delete(args, "project", "projects").await
+pub async fn project_delete(args: ProjectDelete) -> anyhow::Result<()> {
+    let deletion = args.deletion;
+    deletion.confirm(&format!("delete project {}", args.project))?;
+    let session = Session::open(&deletion.connection, &deletion.shape, Kind::Deleted)?;
+    let id = session.project(&args.project).await?;
+    deletion.send(session, &v1(&["projects", &id])).await
 }
 
-pub async fn token_delete(args: Delete) -> anyhow::Result<()> {
-    delete(args, "API token", "api_tokens").await
+pub async fn token_delete(args: TokenDelete) -> anyhow::Result<()> {
+    let deletion = args.deletion;
+    deletion.confirm(&format!("delete API token {}", args.id))?;
+    let session = Session::open(&deletion.connection, &deletion.shape, Kind::Deleted)?;
+    deletion.send(session, &v1(&["api_tokens", &args.id])).await
 }
 
-/// Deletes `what` (its collection: `collection`) once confirmed.
-async fn delete(args: Delete, what: &str, collection: &str) -> anyhow::Result<()> {
-    if !args.yes {
-        confirm(&format!("delete {what} {}", args.id))?;
+impl Deletion {
+    /// Asks before `action` unless `--yes` was given.
+    fn confirm(&self, action: &str) -> anyhow::Result<()> {
+        if self.yes { Ok(()) } else { confirm(action) }
     }
-    let path = segments(&[collection, &args.id]);
-    let request =
-        Request::new(Method::DELETE, &path).header("If-Match", args.precondition.if_match);
-    exchange(
-        &args.connection,
-        &args.shape,
-        Kind::Deleted,
-        request,
-        "deleted",
-    )
-    .await
+
+    /// Deletes what is at `path`.
+    async fn send(self, session: Session, path: &[String]) -> anyhow::Result<()> {
+        let request =
+            Request::new(Method::DELETE, path).header("If-Match", self.precondition.if_match);
+        session.exchange(request, "deleted").await
+    }
 }
 
 /// Asks on the terminal whether to `action`; an answer other than `y` or
@@ -476,52 +489,36 @@ pub async fn token_create(args: TokenCreate) -> anyhow::Result<()> {
     if let Some(at) = expires_at {
         body["expires_at"] = Value::String(at);
     }
-    let path = segments(&["api_tokens"]);
+    let path = v1(&["api_tokens"]);
     // No Idempotency-Key: the API refuses it here (the answer holds a
     // secret it never stores, so it cannot replay it).
     let request = Request::new(Method::POST, &path).body(body);
-    exchange(
-        &args.connection,
-        &args.shape,
-        Kind::ApiToken,
-        request,
-        "created",
-    )
-    .await?;
+    Session::open(&args.connection, &args.shape, Kind::ApiToken)?
+        .exchange(request, "created")
+        .await?;
     eprintln!("The secret (`token`) is shown this once and never again: store it now.");
     Ok(())
 }
 
 pub async fn revision_create(args: RevisionCreate) -> anyhow::Result<()> {
     let members = read_object(Some(&args.file))?;
-    let path = segments(&["projects", &args.project_id, "proxy-settings"]);
-    let request = create(&path, members);
-    exchange(
-        &args.connection,
-        &args.shape,
-        Kind::ProxySettings,
-        request,
-        "created",
-    )
-    .await
+    let session = Session::open(&args.connection, &args.shape, Kind::ProxySettings)?;
+    let id = session.project(&args.project).await?;
+    let path = v1(&["projects", &id, "proxy-settings"]);
+    session.exchange(create(&path, members), "created").await
 }
 
 /// Makes the revision the active one (`{"is_active": true}`); rolling
 /// back is activating an older one.
 pub async fn revision_activate(args: RevisionActivate) -> anyhow::Result<()> {
+    let session = Session::open(&args.connection, &args.shape, Kind::ProxySettings)?;
+    let id = session.project(&args.project).await?;
     let revision = args.revision.to_string();
-    let path = segments(&["projects", &args.project_id, "proxy-settings", &revision]);
+    let path = v1(&["projects", &id, "proxy-settings", &revision]);
     let request = Request::new(Method::POST, &path)
         .body(json!({"is_active": true}))
         .header("If-Match", args.precondition.if_match);
-    exchange(
-        &args.connection,
-        &args.shape,
-        Kind::ProxySettings,
-        request,
-        "activated",
-    )
-    .await
+    session.exchange(request, "activated").await
 }
 
 fn shown(value: &Value) -> String {

@@ -7,11 +7,10 @@
 //! the console has no way around the API's roles, limits and errors
 //! (docs/console.md).
 
-use axum::Router;
 use axum::routing::get;
 
 use crate::http::conditional::content_tag;
-use crate::http::routes::get_only;
+use crate::http::routes::{Routes, get_only};
 use axum::body::Body;
 use axum::extract::Path;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
@@ -69,11 +68,11 @@ static TAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {
 });
 
 /// The console's routes: the page, and its files.
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new()
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Routes<S> {
+    Routes::new()
         .route(PATH, get_only(get(page)))
-        .route("/console/", get_only(get(page)))
-        .route("/console/{name}", get_only(get(asset)))
+        .unlisted("/console/", get_only(get(page)))
+        .unlisted("/console/{name}", get_only(get(asset)))
 }
 
 /// `GET /console`: the page.

@@ -1,8 +1,9 @@
-//! The geographic codes the service accepts, in one place: continents,
-//! countries (ISO 3166-1 alpha-2) and regions (ISO 3166-2 subdivisions),
-//! as a route's `continent`, `country` and `region` and a rate-limiting
-//! rule's `conditions.continent` and `conditions.country` hold them. The
-//! lists and why they are these: `docs/management.md`, "Checks before
+//! The geographic values the service accepts, in one place: continents
+//! and countries (ISO 3166-1 alpha-2), as geo-IP databases give them for
+//! a request's address, and the names of the regions edges run in, as a
+//! route's `continent`, `country` and `region` and a rate-limiting rule's
+//! `conditions.continent` and `conditions.country` hold them. The lists
+//! and why they are these: `docs/management.md`, "Checks before
 //! activation".
 
 /// The seven continent codes geo-IP databases use: Africa, Antarctica,
@@ -24,7 +25,10 @@ UAUGUMUSUYUZVAVCVEVGVIVNVUWFWSXKYEYTZAZMZW";
 
 pub const CONTINENT_RULE: &str = "must be a continent code: one of AF, AN, AS, EU, NA, OC, SA";
 pub const COUNTRY_RULE: &str = "must be an upper-case ISO 3166-1 alpha-2 country code, such as FR";
-pub const REGION_RULE: &str = "must be an ISO 3166-2 subdivision code: a country code, `-` and 1 to 3 upper-case letters or digits, such as FR-IDF";
+pub const REGION_RULE: &str = "must be a region name: 1 to 64 characters, no control characters (the region an edge runs in, such as Fastly's US-East, EU-West or APAC)";
+
+/// The longest region name.
+pub const MAX_REGION_CHARS: usize = 64;
 
 /// One of [`CONTINENTS`].
 pub fn is_continent(value: &str) -> bool {
@@ -40,19 +44,15 @@ pub fn is_country(value: &str) -> bool {
             .any(|code| code == value.as_bytes())
 }
 
-/// An ISO 3166-2 subdivision code's shape, `CC-XXX`: a country of
-/// [`COUNTRY_CODES`], `-`, then 1 to 3 upper-case ASCII letters or
-/// digits (`FR-IDF`, `US-CA`, `FR-75C`, `ES-M`). The shape and the
-/// country are checked, not that the country has that subdivision.
+/// A route's `region`: the name of a region of the world the edge
+/// serving the request runs in, as the public document describes it
+/// ("the general regions of the world in which the Fastly POP processing
+/// the current Compute instance resides": `US-East`, `EU-West`, `APAC`,
+/// `Asia`...). Those lists change with the networks that keep them and a
+/// self-hosted platform names its own, so any name is taken: 1 to
+/// [`MAX_REGION_CHARS`] characters, no control characters.
 pub fn is_region(value: &str) -> bool {
-    let Some((country, subdivision)) = value.split_once('-') else {
-        return false;
-    };
-    is_country(country)
-        && (1..=3).contains(&subdivision.len())
-        && subdivision
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    (1..=MAX_REGION_CHARS).contains(&value.chars().count()) && !value.chars().any(char::is_control)
 }
 
 /// The country codes one by one, in the list's order.
@@ -60,13 +60,6 @@ pub fn countries() -> impl Iterator<Item = &'static str> {
     (0..COUNTRY_CODES.len())
         .step_by(2)
         .map(|i| &COUNTRY_CODES[i..i + 2])
-}
-
-/// The JSON Schema `pattern` that states [`is_region`]: the served
-/// document's `RouteInput.region` items carry it.
-pub fn region_pattern() -> String {
-    let countries: Vec<&str> = countries().collect();
-    format!("^({})-[A-Z0-9]{{1,3}}$", countries.join("|"))
 }
 
 #[cfg(test)]
@@ -104,12 +97,11 @@ mod tests {
             assert_eq!(strings(at("country")), countries, "{schema}");
             assert_eq!(strings(at("continent")), continents, "{schema}");
         }
-        assert_eq!(
-            document
-                .pointer("/components/schemas/RouteInput/properties/region/items/pattern")
-                .and_then(|p| p.as_str()),
-            Some(region_pattern().as_str())
-        );
+        let region = document
+            .pointer("/components/schemas/RouteInput/properties/region/items")
+            .expect("RouteInput.region's items");
+        assert_eq!(region["minLength"], 1);
+        assert_eq!(region["maxLength"], MAX_REGION_CHARS);
     }
 
     /// The rate-limiting rule's `Continent` reads exactly these codes.
@@ -134,31 +126,54 @@ mod tests {
         }
     }
 
+    /// Fastly's region names, ISO 3166-2 codes and a platform's own
+    /// names are all region names; nothing empty, too long or holding a
+    /// control character is.
     #[test]
-    fn regions_are_a_country_and_a_subdivision() {
-        for good in ["FR-IDF", "US-CA", "FR-75C", "ES-M", "GB-ENG", "XK-01"] {
+    fn regions_are_names() {
+        let longest = "r".repeat(MAX_REGION_CHARS);
+        for good in [
+            "US-East",
+            "EU-West",
+            "APAC",
+            "Asia-South",
+            "South-Africa",
+            "FR-IDF",
+            "eu-west-1",
+            "Île-de-France",
+            longest.as_str(),
+        ] {
             assert!(is_region(good), "{good}");
         }
-        for bad in [
-            "IDF", "FR", "FR-", "FR-IDFX", "fr-IDF", "FR-idf", "ZZ-ABC", "FR_IDF", "FR-I-D",
-            "-IDF", "FR-ÎDF", "",
-        ] {
-            assert!(!is_region(bad), "{bad}");
+        let too_long = "r".repeat(MAX_REGION_CHARS + 1);
+        for bad in ["", "EU\nWest", "US\u{1b}[2J", "a\u{7f}", too_long.as_str()] {
+            assert!(!is_region(bad), "{bad:?}");
         }
     }
 
-    /// The document's pattern accepts what [`is_region`] accepts.
+    /// The document's schema of a region name accepts what [`is_region`]
+    /// accepts.
     #[test]
-    fn the_region_pattern_states_the_rule() {
-        let pattern = jsonschema::validator_for(&serde_json::json!({"pattern": region_pattern()}))
-            .expect("the pattern compiles");
+    fn the_region_schema_states_the_rule() {
+        let document = document();
+        let schema = document
+            .pointer("/components/schemas/RouteInput/properties/region/items")
+            .expect("RouteInput.region's items");
+        let schema = jsonschema::validator_for(schema).expect("the schema compiles");
+        let too_long = "r".repeat(MAX_REGION_CHARS + 1);
         for value in [
-            "FR-IDF", "US-CA", "ES-M", "XK-01", "FR-IDFX", "fr-IDF", "ZZ-ABC", "FR", "FR-", "IDF",
-            "FR-I-D", "AFR-IDF", "FR-IDF\n",
+            "US-East",
+            "APAC",
+            "FR-IDF",
+            "Île-de-France",
+            "",
+            "EU\nWest",
+            "a\u{9f}",
+            too_long.as_str(),
         ] {
             assert_eq!(
                 is_region(value),
-                pattern.is_valid(&serde_json::json!(value)),
+                schema.is_valid(&serde_json::json!(value)),
                 "{value:?}"
             );
         }

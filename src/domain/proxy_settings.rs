@@ -2,7 +2,7 @@
 //! version of them. Revisions are numbered per project from 1 upwards; at
 //! most one per project is active.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, Visitor};
@@ -206,13 +206,17 @@ impl ProxySettings {
 ///
 /// - a route's `path` compiles as a regex when its `regex` is true
 ///   ([`validate::regex`]);
-/// - route ranks are unique in the revision (a route without `rank` has
-///   rank 0): each route whose rank an earlier route has is named;
-/// - a backend's `address` is host:port ([`validate::host_port`]);
-/// - a backend's `ca_certificate`, when given, is PEM holding certificates
-///   ([`validate::pem_certificates`]);
-/// - a route's `continent`, `country` and `region` hold codes of
-///   [`geo`]: `routes[2].country[0]`.
+/// - a backend's `address` is a host with an optional port
+///   ([`validate::backend_address`]);
+/// - a backend's `ca_certificate`, when given and not empty, is PEM
+///   holding certificates ([`validate::pem_certificates`]);
+/// - a route's `continent` and `country` hold codes of [`geo`], its
+///   `region` region names: `routes[2].country[0]`.
+///
+/// Each rule takes every value the public document and the platform's own
+/// proxy configuration take: routes may share a rank (ties keep the
+/// order of the list), an address may leave its port to TLS, a region is
+/// any name (docs/management.md, "Checks before activation").
 ///
 /// It reads the revision as JSON (a request body, or a stored revision
 /// written out), so that it also runs beside the schema's check of a body:
@@ -223,42 +227,27 @@ pub fn activation_problems(revision: &Value) -> Vec<FieldError> {
     for (i, backend) in items(revision.get("backends")) {
         let member = |name: &str| backend.get(name).and_then(Value::as_str);
         if let Some(address) = member("address")
-            && !validate::host_port(address)
+            && !validate::backend_address(address)
         {
             problems.push(FieldError::new(
                 format!("backends[{i}].address"),
-                validate::HOST_PORT_RULE,
+                validate::ADDRESS_RULE,
             ));
         }
-        if let Some(pem) = member("ca_certificate")
+        // An empty certificate is none, as an empty `sni_hostname` or
+        // `check_certificate` is: forms and generated clients send "".
+        if let Some(pem) = member("ca_certificate").filter(|pem| !pem.is_empty())
             && let Err(problem) = validate::pem_certificates(pem)
         {
             problems.push(problem.within(&format!("backends[{i}].ca_certificate")));
         }
     }
-    let mut ranks: HashMap<i64, usize> = HashMap::new();
     for (i, route) in items(revision.get("routes")) {
         if route.get("regex") == Some(&Value::Bool(true))
             && let Some(path) = route.get("path").and_then(Value::as_str)
             && let Err(problem) = validate::regex(path)
         {
             problems.push(problem.within(&format!("routes[{i}].path")));
-        }
-        let rank = match route.get("rank") {
-            None => Some(0),
-            Some(rank) => RouteRank::deserialize(rank).ok().map(|rank| rank.0),
-        };
-        if let Some(rank) = rank {
-            if let Some(first) = ranks.get(&rank) {
-                problems.push(FieldError::new(
-                    format!("routes[{i}].rank"),
-                    format!(
-                        "must be unique among the routes of a revision: routes[{first}] has rank {rank} too (a route without rank has rank 0)"
-                    ),
-                ));
-            } else {
-                ranks.insert(rank, i);
-            }
         }
         for (member, valid, rule) in [
             (
@@ -430,10 +419,11 @@ mod tests {
     #[test]
     fn activation_problems_name_every_member() {
         let revision = json!({"revision": 1,
-            "backends": [{"name": "a", "address": "a.example", "ca_certificate": "x"},
-                         {"name": "b", "address": "[::1]:443"}],
+            "backends": [{"name": "a", "address": "a.example:0", "ca_certificate": "x"},
+                         {"name": "b", "address": "[::1]:443", "ca_certificate": ""},
+                         {"name": "c", "address": "192.168.0.10"}],
             "routes": [{"path": "(", "regex": true, "backend_name": "a", "rank": "3",
-                        "continent": ["EU", "XX"], "region": ["FR-IDF", "IDF"], "country": ["FR", "fr"]},
+                        "continent": ["EU", "XX"], "region": ["EU-West", ""], "country": ["FR", "fr"]},
                        {"path": "(", "backend_name": "b", "rank": 3},
                        {"path": "/", "backend_name": "b"},
                        {"path": "/x", "backend_name": "b", "rank": "-0"}]});
@@ -442,6 +432,8 @@ mod tests {
             .into_iter()
             .map(|problem| problem.field)
             .collect();
+        // Ranks may repeat, an address may leave out its port, an empty
+        // certificate is none.
         assert_eq!(
             named,
             [
@@ -451,8 +443,6 @@ mod tests {
                 "routes[0].continent[1]",
                 "routes[0].region[1]",
                 "routes[0].country[1]",
-                "routes[1].rank",
-                "routes[3].rank",
             ]
         );
         // Members of another shape are the schema's to name.

@@ -113,14 +113,16 @@ pub fn ip_or_cidr(value: &str) -> bool {
     }
 }
 
-/// The largest program a regex member may compile to (the `regex`
-/// crate's size limit, 10 MiB by default): bounds the time and memory one
-/// check takes. Near this limit a regex takes about 4 ms to compile (a
-/// release build on the 2-core VM; `\w{10}`, Unicode-aware, takes 2.5 ms
-/// and passes, `\w{60}` does not), so a revision's 1,000 routes take at
-/// most about 4 s, on a thread of the blocking pool for a request's body
+/// The largest program a regex member may compile to: the `regex`
+/// crate's own default (10 MiB), the limit under which the platform's
+/// proxy compiles a route's regex (`Regex::new`), so that every regex an
+/// edge takes is taken here. It bounds the time and memory one check
+/// takes: near it a regex takes about 50 ms to compile (a release build
+/// on the 2-core VM: `^/\w{200}$`, Unicode-aware, passes in 50 ms,
+/// `^/\w{300}$` is refused after 52 ms; `^/\w{32}$` takes 7 ms), on a
+/// thread of the blocking pool for a request's body
 /// (`http::body::off_the_runtime`).
-pub const REGEX_SIZE_LIMIT: usize = 1024 * 1024;
+pub const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
 
 /// The rule of every regex member (a route's `path` with `regex`,
 /// `proxy_only_path_regex`, a cache or rate-limiting rule's `path` with
@@ -156,22 +158,29 @@ pub fn regex(value: &str) -> Result<(), FieldError> {
     }
 }
 
-pub const HOST_PORT_RULE: &str = "must be host:port: a DNS name, an IPv4 address or an IPv6 address in brackets, then a port from 1 to 65535 (origin.example.com:443, 192.0.2.7:8080, [2001:db8::1]:443)";
+pub const ADDRESS_RULE: &str = "must be a host, then optionally :port: a DNS name, an IPv4 address or an IPv6 address in brackets, and a port from 1 to 65535 (origin.example.com, 192.0.2.7:8080, [2001:db8::1]:443); without a port an edge connects to 443 when TLS is on, else 80";
 
-/// `host:port`, as a backend's `address`: the host a DNS name (labels of
-/// 1 to 63 letters, digits, `-` and `_`, not starting or ending with `-`,
-/// at most 253 characters in all, the last label not all digits, no
-/// trailing dot), an IPv4 address in dotted decimal, or an IPv6 address in
-/// brackets (no zone); the port decimal digits from 1 to 65535, without a
-/// leading zero.
-pub fn host_port(value: &str) -> bool {
-    let Some((host, port)) = value.rsplit_once(':') else {
-        return false;
+/// A backend's `address`, as the platform's proxy reads it (it connects
+/// to `https://{address}` or `http://{address}`): a host, then optionally
+/// `:port`. The host is a DNS name (labels of 1 to 63 letters, digits,
+/// `-` and `_`, not starting or ending with `-`, at most 253 characters
+/// in all, the last label not all digits, one trailing dot allowed), an
+/// IPv4 address in dotted decimal, or an IPv6 address in brackets (no
+/// zone); the port decimal digits from 1 to 65535, without a leading
+/// zero. Without a port, the edge's port follows from TLS (443, else 80).
+pub fn backend_address(value: &str) -> bool {
+    let (host, port) = match value.rsplit_once(':') {
+        // A colon outside brackets: host:port ([v6]:port included).
+        Some((host, port)) if !port.contains(']') => (host, Some(port)),
+        // No colon, or only the colons of a bracketed IPv6 address.
+        _ => (value, None),
     };
-    let port_ok = (1..=5).contains(&port.len())
-        && port.bytes().all(|b| b.is_ascii_digit())
-        && !port.starts_with('0')
-        && port.parse::<u16>().is_ok();
+    let port_ok = port.is_none_or(|port| {
+        (1..=5).contains(&port.len())
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && !port.starts_with('0')
+            && port.parse::<u16>().is_ok()
+    });
     let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
         Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
         None => host.parse::<std::net::Ipv4Addr>().is_ok() || dns_name(host),
@@ -180,6 +189,9 @@ pub fn host_port(value: &str) -> bool {
 }
 
 fn dns_name(host: &str) -> bool {
+    // An absolute name's trailing dot (`origin.example.com.`) names the
+    // same host.
+    let host = host.strip_suffix('.').unwrap_or(host);
     let label = |label: &str| {
         (1..=63).contains(&label.len())
             && label
@@ -302,6 +314,10 @@ mod tests {
             "\\d{1,3}",
             "\\p{Greek}",
             "^/[\\w-]+/\\w{10}$",
+            // Over 1 MiB compiled, under the crate's 10 MiB: the edge takes them.
+            "^/\\w{32}$",
+            "\\w{60}",
+            "(?:\\w+/){20}\\w+",
         ] {
             assert!(regex(good).is_ok(), "{good}");
         }
@@ -310,8 +326,8 @@ mod tests {
             ("[a-", "unclosed character class"),
             ("(?=x)", "look-around"),
             ("\\1", "backreferences are not supported"),
-            ("a{1000}{1000}", "compiles to more than 1 MiB"),
-            ("\\w{60}", "compiles to more than 1 MiB"),
+            ("a{1000}{1000}", "compiles to more than 10 MiB"),
+            ("\\w{300}", "compiles to more than 10 MiB"),
         ] {
             let error = regex(bad).unwrap_err();
             assert!(error.message.contains(reason), "{bad}: {error}");
@@ -320,49 +336,65 @@ mod tests {
     }
 
     #[test]
-    fn host_and_port() {
+    fn backend_addresses_take_a_port_or_none() {
         for good in [
             "origin.example.com:443",
+            "origin.example.com",
+            "origin.example.com.",
+            "origin.example.com.:8443",
+            "Origin.Example.COM",
             "origin:1",
+            "localhost",
             "my_service:8080",
             "a-b.c:65535",
             "192.0.2.7:8080",
+            "192.168.0.10",
             "[2001:db8::1]:443",
+            "[2001:db8::1]",
             "[::1]:80",
+            "[::1]",
             "xn--bcher-kva.example:443",
         ] {
-            assert!(host_port(good), "{good}");
+            assert!(backend_address(good), "{good}");
         }
         let long_label = format!("{}.example:443", "a".repeat(64));
         let longest_name = format!("{}a:443", "a.".repeat(126));
-        assert!(host_port(&longest_name), "253 characters");
+        assert!(backend_address(&longest_name), "253 characters");
         let long_name = format!("{}a:443", "a.".repeat(127));
         for bad in [
-            "origin.example.com",
             "origin.example.com:",
             "origin.example.com:0",
             "origin.example.com:65536",
             "origin.example.com:0443",
             "origin.example.com:+443",
             "https://origin.example.com:443",
+            "https://origin.example.com",
             "origin.example.com:443/",
+            "origin.example.com/",
+            "user@origin.example.com",
             ":443",
             "-a.example:443",
             "a-.example:443",
             "a..example:443",
-            "example.com.:443",
+            "example.com..",
+            ".",
             "exa mple.com:443",
+            "exa mple.com",
+            "bücher.example",
             "1.2.3.256:443",
+            "1.2.3.256",
             "01.2.3.4:443",
             "2001:db8::1:443",
-            "[2001:db8::1]",
+            "2001:db8::1",
+            "[2001:db8::1]:",
             "[fe80::1%eth0]:443",
             "[192.0.2.7]:443",
+            "[2001:db8::1]443",
             long_label.as_str(),
             long_name.as_str(),
             "",
         ] {
-            assert!(!host_port(bad), "{bad}");
+            assert!(!backend_address(bad), "{bad}");
         }
     }
 

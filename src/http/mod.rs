@@ -31,7 +31,7 @@ use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 pub use metering::Metering;
 pub use operations::MetricsRoute;
-use routes::not_found;
+pub use routes::Routes;
 pub use state::{AppState, Services};
 pub use transport::limits::RequestLimits;
 use transport::{limits, unread_body};
@@ -48,9 +48,9 @@ pub fn router(
     state: AppState,
     limits: RequestLimits,
     metrics: MetricsRoute,
-    beside: Router<AppState>,
+    beside: Routes,
 ) -> Router {
-    let routes = Router::new()
+    let routes = Routes::new()
         .merge(api::projects::routes(&state))
         .merge(api::proxy_settings::routes(&state))
         .merge(api::api_tokens::routes(&state))
@@ -61,14 +61,14 @@ pub fn router(
         .merge(operations::routes(metrics))
         .merge(openapi::routes())
         .merge(beside);
-    let routes = routes.fallback(not_found).with_state(state);
+    let routes = routes.with_not_found().with_state(state);
     with_middleware(routes, limits)
 }
 
 /// The operator's endpoints alone, for `--admin-listen`.
 pub fn admin_router(state: AppState, limits: RequestLimits) -> Router {
     let routes = operations::routes(MetricsRoute::Included)
-        .fallback(not_found)
+        .with_not_found()
         .with_state(state);
     with_middleware(routes, limits)
 }

@@ -7,13 +7,12 @@
 
 use std::sync::LazyLock;
 
-use axum::Router;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use sha2::{Digest, Sha256};
 
-use crate::http::routes::get_only;
+use crate::http::routes::{Routes, get_only};
 
 /// The document, as served.
 pub const DOCUMENT: &str = include_str!("openapi.json");
@@ -29,8 +28,8 @@ static ETAG: LazyLock<HeaderValue> = LazyLock::new(|| {
     HeaderValue::from_str(&format!("W/\"{hex}\"")).expect("hex digits make a header value")
 });
 
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new().route("/openapi.json", get_only(get(document)))
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Routes<S> {
+    Routes::new().route("/openapi.json", get_only(get(document)))
 }
 
 /// Needs no token: the document describes the API, it holds no data. A

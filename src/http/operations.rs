@@ -3,7 +3,6 @@
 //! none is rate limited (the limit is per token). docs/operations.md tells
 //! how to use them.
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -13,7 +12,7 @@ use axum::routing::get;
 use crate::http::error::ApiError;
 use crate::http::observe::{HEALTHZ, METRICS, READYZ};
 use crate::http::respond::json_body;
-use crate::http::routes::get_only;
+use crate::http::routes::{Routes, get_only};
 use crate::http::state::AppState;
 use crate::store::operator::health::Ping;
 
@@ -26,8 +25,8 @@ pub enum MetricsRoute {
 }
 
 /// The operator's routes.
-pub fn routes(metrics: MetricsRoute) -> Router<AppState> {
-    let health = Router::new()
+pub fn routes(metrics: MetricsRoute) -> Routes {
+    let health = Routes::new()
         .route(HEALTHZ, get_only(get(healthz)))
         .route(READYZ, get_only(get(readyz)));
     match metrics {

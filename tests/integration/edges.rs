@@ -10,20 +10,10 @@ use super::BACKEND;
 use crate::helpers::*;
 
 async fn fixture() -> (TestApp, String, String) {
-    let app = TestApp::spawn(BACKEND).await;
-    app.seed(vec![
-        org(1),
-        org(3),
-        user("u1", &[1]),
-        user("u3", &[3]),
-        project("p1", 1, 0),
-        project("p3", 3, 0),
-    ])
-    .await;
+    let (app, u1, u3) = two_organizations(BACKEND).await;
     // A member (the least role) reports: reading is enough.
     app.data
         .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'u1'");
-    let (u1, u3) = (app.token("u1").await, app.token("u3").await);
     (app, u1, u3)
 }
 

@@ -53,6 +53,25 @@ async fn unknown_routes_are_404_in_json() {
     }
 }
 
+/// The 404 of an unknown path names every path of the API's document,
+/// the document's own and the console's: the list is the router's.
+#[tokio::test]
+async fn the_404_names_every_route() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let (status, body) = app.get_json("/v1/nowhere", &token).await;
+    assert_eq!(status, 404, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    let document: Value = serde_json::from_str(proxydeck::http::openapi::DOCUMENT).unwrap();
+    let paths = document["paths"].as_object().unwrap().keys();
+    for path in paths
+        .map(String::as_str)
+        .chain(["/openapi.json", "/console"])
+    {
+        assert!(message.contains(path), "{path} is not named: {message}");
+    }
+}
+
 /// A project id in a path that is no id (1 to 64 characters of
 /// `[A-Za-z0-9_-]`) is the same 400 naming `id` on every operation that
 /// takes one, before any store look-up; a well-formed id of no project is

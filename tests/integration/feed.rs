@@ -12,77 +12,12 @@ use serde_json::{Value, json};
 use super::BACKEND;
 use crate::helpers::*;
 
-/// Organizations 1 (u1, p1) and 3 (u3, p3).
 async fn fixture_with(options: proxydeck::app::ServiceOptions) -> (TestApp, String, String) {
-    let app = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
-    app.seed(vec![
-        org(1),
-        org(3),
-        user("u1", &[1]),
-        user("u3", &[3]),
-        project("p1", 1, 0),
-        project("p3", 3, 0),
-    ])
-    .await;
-    let (u1, u3) = (app.token("u1").await, app.token("u3").await);
-    (app, u1, u3)
+    two_organizations_with(BACKEND, options).await
 }
 
 async fn fixture() -> (TestApp, String, String) {
-    fixture_with(test_options()).await
-}
-
-/// `GET /v1/changes{query}` as JSON: the 200 answer.
-async fn poll(app: &TestApp, token: &str, query: &str) -> Value {
-    let (status, body) = app.get_json(&format!("/v1/changes{query}"), token).await;
-    assert_eq!(status, 200, "{query}: {body}");
-    assert_eq!(body["object"], "changes", "{body}");
-    body
-}
-
-/// Where the feed stands now, as a new follower starts.
-async fn head(app: &TestApp, token: &str) -> String {
-    poll(app, token, "").await["cursor"]
-        .as_str()
-        .expect("a cursor")
-        .to_owned()
-}
-
-async fn write(
-    app: &TestApp,
-    token: &str,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> Value {
-    let (status, answer, _) = send(app, method, path, token, &[], body.as_ref()).await;
-    assert_eq!(status, 200, "{path}: {answer}");
-    answer
-}
-
-fn revision_body(description: &str) -> Value {
-    json!({"description": description,
-           "backends": [{"name": "origin", "address": "origin.example:443", "default": true}],
-           "routes": [{"path": "/", "backend_name": "origin", "rank": "1"}]})
-}
-
-async fn describe(app: &TestApp, token: &str, project: &str, description: &str) {
-    let path = format!("/v1/projects/{project}");
-    write(
-        app,
-        token,
-        Method::POST,
-        &path,
-        Some(json!({"description": description})),
-    )
-    .await;
-}
-
-/// Creates a revision of `project` described so.
-async fn create_revision(app: &TestApp, token: &str, project: &str, description: &str) {
-    let path = format!("/v1/projects/{project}/proxy-settings");
-    let body = revision_body(description);
-    write(app, token, Method::POST, &path, Some(body)).await;
+    two_organizations(BACKEND).await
 }
 
 /// (type, project, revision, version) of each change.

@@ -1,7 +1,9 @@
 //! Checks before activation (docs/management.md): the API's rules past
 //! the import's on createProjectProxySettings and on activation (every
-//! regex compiles, route ranks are unique, `address` is host:port,
-//! `ca_certificate` is PEM certificates, geographic codes are valid) and
+//! regex compiles, `address` is a host with an optional port,
+//! `ca_certificate` is PEM certificates, continent and country codes are
+//! valid, regions are names), each taking every body the public document
+//! and the platform's proxy configuration take, and
 //! on the regex members of projects, each a 400 naming every member at
 //! fault; revisions stored before them still list and are not activated;
 //! `dry_run=true` answers what either proxy-settings write would do and
@@ -33,9 +35,31 @@ fn good(certificate: &str) -> Value {
            "routes": [
                {"path": "^/eu/(fr|de)/[a-z]+\\.html$", "regex": true, "backend_name": "origin",
                 "rank": "1", "continent": ["EU", "AF"], "country": ["FR", "DE", "XK"],
-                "region": ["FR-IDF", "DE-BY", "FR-75C"]},
+                "region": ["EU-West", "US-East", "FR-IDF"]},
                {"path": "(not a regex", "backend_name": "v4", "rank": 2},
                {"path": "/", "backend_name": "v6"}]})
+}
+
+/// What a client of the public API sends, shaped as the platform's own
+/// proxy configuration is (`edgee.toml`: `address = "192.168.0.10"` with
+/// `enable_ssl = true`): addresses without a port, routes without a rank
+/// or sharing one, Fastly's region names, an empty `ca_certificate`, a
+/// regex the edge's `regex` crate compiles over 1 MiB.
+fn as_the_platform_writes_it() -> Value {
+    json!({"description": "from edgee.toml",
+           "backends": [
+               {"name": "demo", "default": true, "address": "192.168.0.10", "enable_ssl": true},
+               {"name": "api", "address": "192.168.0.30", "enable_ssl": true,
+                "ca_certificate": "", "sni_hostname": "", "check_certificate": ""},
+               {"name": "local", "address": "localhost:8080", "enable_ssl": false},
+               {"name": "named", "address": "origin.example.com."},
+               {"name": "v6", "address": "[2001:db8::1]"}],
+           "routes": [
+               {"path": "/api/", "backend_name": "api"},
+               {"path": "/local/", "backend_name": "local"},
+               {"path": "^/files/\\w{32}$", "regex": true, "backend_name": "named", "rank": "5"},
+               {"path": "/v6/", "backend_name": "v6", "rank": "5",
+                "region": ["EU-West", "APAC", "Asia-South"], "continent": ["EU"], "country": ["FR"]}]})
 }
 
 /// p1's revisions as the listing gives them, oldest first.
@@ -59,12 +83,14 @@ async fn each_check_names_the_member_that_breaks_it() {
         ("/routes/0/path", json!("^/eu/(fr"), "routes[0].path"),
         ("/routes/0/path", json!("^/(?!admin)"), "routes[0].path"),
         ("/routes/0/path", json!("(a)\\1"), "routes[0].path"),
-        ("/routes/1/rank", json!("01"), "routes[1].rank"),
-        // The route without rank has rank 0.
-        ("/routes/1/rank", json!(0), "routes[2].rank"),
         (
             "/backends/0/address",
-            json!("origin.example.com"),
+            json!("origin.example.com/"),
+            "backends[0].address",
+        ),
+        (
+            "/backends/0/address",
+            json!("origin.example.com:"),
             "backends[0].address",
         ),
         (
@@ -88,6 +114,11 @@ async fn each_check_names_the_member_that_breaks_it() {
             "backends[2].address",
         ),
         (
+            "/backends/2/address",
+            json!("2001:db8::1"),
+            "backends[2].address",
+        ),
+        (
             "/backends/0/ca_certificate",
             json!(no_end),
             "backends[0].ca_certificate",
@@ -98,22 +129,16 @@ async fn each_check_names_the_member_that_breaks_it() {
             "backends[0].ca_certificate",
         ),
         (
-            "/backends/0/ca_certificate",
-            json!(""),
-            "backends[0].ca_certificate",
-        ),
-        (
             "/routes/0/continent/1",
             json!("EUR"),
             "routes[0].continent[1]",
         ),
         ("/routes/0/country/1", json!("UK"), "routes[0].country[1]"),
-        ("/routes/0/region/0", json!("IDF"), "routes[0].region[0]"),
-        ("/routes/0/region/2", json!("ZZ-IDF"), "routes[0].region[2]"),
+        ("/routes/0/region/0", json!(""), "routes[0].region[0]"),
         (
-            "/routes/0/region/1",
-            json!("DE-BAYE"),
-            "routes[0].region[1]",
+            "/routes/0/region/2",
+            json!("r".repeat(65)),
+            "routes[0].region[2]",
         ),
     ];
     let mut wrong = Vec::new();
@@ -134,6 +159,49 @@ async fn each_check_names_the_member_that_breaks_it() {
     assert_eq!(created["routes"][2]["rank"], "0");
 }
 
+/// A revision written as the public document and the platform's own
+/// proxy configuration allow is created (through the client generated
+/// from the public document, and as plain JSON), dry-run, activated, and
+/// read back as sent: the stricter checks refuse none of it.
+#[tokio::test]
+async fn what_the_platform_writes_is_created_activated_and_read_as_sent() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let sent = as_the_platform_writes_it();
+    let typed: edgee_api_client::types::ProxySettingsCreateInput =
+        serde_json::from_value(sent.clone()).unwrap();
+    let first = generated_client(&app, &token)
+        .create_project_proxy_settings()
+        .id(P.to_owned())
+        .body(typed)
+        .send()
+        .await
+        .expect("createProjectProxySettings through the generated client")
+        .into_inner();
+    assert_eq!(first.revision, Some(1.0));
+    for query in [DRY, ""] {
+        let (status, answer, _) = create(&app, &token, P, query, &[], &sent).await;
+        assert_eq!(status, 200, "{query}: {answer}");
+    }
+    for query in [DRY, ""] {
+        let (status, answer, _) =
+            update(&app, &token, "2", query, &[], json!({"is_active": true})).await;
+        assert_eq!(status, 200, "{query}: {answer}");
+    }
+    assert_eq!(revisions(&app, &token).await, [(1, false), (2, true)]);
+    // Every member sent is answered as sent.
+    let listed = listing(&app, &token).await;
+    for revision in [&listed[0], &listed[1]] {
+        for list in ["backends", "routes"] {
+            for (i, item) in sent[list].as_array().unwrap().iter().enumerate() {
+                for (member, value) in item.as_object().unwrap() {
+                    assert_eq!(&revision[list][i][member], value, "{list}[{i}].{member}");
+                }
+            }
+        }
+    }
+}
+
 /// One answer names every member at fault: the checks before activation,
 /// the import's rules, and the schema's when there are some.
 #[tokio::test]
@@ -144,10 +212,8 @@ async fn one_answer_names_every_member_at_fault() {
     let mut body = good(&certificate);
     for (pointer, value) in [
         ("/routes/0/path", json!("[z-a]")),
-        ("/routes/1/rank", json!("1")),
-        ("/routes/0/region/1", json!("de-by")),
         ("/backends/0/address", json!("origin.example.com:0")),
-        ("/backends/2/address", json!("[2001:db8::1]")),
+        ("/backends/2/address", json!("2001:db8::1")),
         ("/backends/0/ca_certificate", json!("not PEM")),
         ("/backends/1/name", json!("origin")),
     ] {
@@ -159,23 +225,29 @@ async fn one_answer_names_every_member_at_fault() {
         "backends[0].ca_certificate",
         "backends[2].address",
         "routes[0].path",
-        "routes[0].region[1]",
-        "routes[1].rank",
     ];
     let (status, error, _) = create(&app, &token, P, "", &[], &body).await;
     assert_eq!(status, 400, "{error}");
     assert_eq!(params(&error), expected, "{error}");
     assert_eq!(
         error["error"]["message"],
-        "7 members of the request body are wrong; see params"
+        "5 members of the request body are wrong; see params"
     );
-    // With a member the schema refuses, and a country code it refuses by
-    // its list, the schema's problems come with the same others.
+    // With a member the schema refuses, and codes and names it refuses
+    // by its lists and lengths, the schema's problems come with the same
+    // others.
     body["backends"][1]["name"] = json!("v4");
     body["backends"][1]["enable_ssl"] = json!("yes");
     body["routes"][0]["country"][0] = json!("ZZ");
+    body["routes"][0]["continent"][1] = json!("eu");
+    body["routes"][0]["region"][1] = json!("");
     expected.retain(|param| *param != "backends[1].name");
-    expected.extend(["backends[1].enable_ssl", "routes[0].country[0]"]);
+    expected.extend([
+        "backends[1].enable_ssl",
+        "routes[0].country[0]",
+        "routes[0].continent[1]",
+        "routes[0].region[1]",
+    ]);
     let (status, error, _) = create(&app, &token, P, "", &[], &body).await;
     assert_eq!(status, 400, "{error}");
     let mut named = params(&error);
@@ -273,12 +345,12 @@ async fn revisions_stored_before_the_checks_list_and_are_not_activated() {
     let broken = |revision: u32, active: bool| {
         let mut old = settings(P, revision, active);
         old["backends"] = json!([
-            {"name": "origin", "address": "origin.example", "default": true,
+            {"name": "origin", "address": "origin.example:0", "default": true,
              "ca_certificate": "-----BEGIN CERTIFICATE-----"}]);
         old["routes"] = json!([
             {"path": "(", "regex": true, "backend_name": "origin", "rank": "1"},
             {"path": "/b", "backend_name": "origin", "rank": "1", "continent": ["EUR"],
-             "region": ["IDF"], "country": ["ZZ"]}]);
+             "region": [""], "country": ["ZZ"]}]);
         old
     };
     // The import takes them: it applies the import's rules only.
@@ -296,7 +368,7 @@ async fn revisions_stored_before_the_checks_list_and_are_not_activated() {
     assert_eq!(listing["data"][0]["routes"][1]["country"], json!(["ZZ"]));
     assert_eq!(
         listing["data"][0]["backends"][0]["address"],
-        "origin.example"
+        "origin.example:0"
     );
     let audited = format!("{:?}", audit_of(&app, None).await);
 
@@ -304,7 +376,6 @@ async fn revisions_stored_before_the_checks_list_and_are_not_activated() {
         "backends[0].address",
         "backends[0].ca_certificate",
         "routes[0].path",
-        "routes[1].rank",
         "routes[1].continent[0]",
         "routes[1].region[0]",
         "routes[1].country[0]",
@@ -345,7 +416,7 @@ async fn revisions_stored_before_the_checks_list_and_are_not_activated() {
     let (status, _, _) = update(&app, &token, "1", "", &[], json!({"is_active": true})).await;
     assert_eq!(status, 200);
     let (status, error, _) = update(&app, &token, "3", "", &[], json!({"is_active": true})).await;
-    assert_eq!((status, params(&error).len()), (400, 7), "{error}");
+    assert_eq!((status, params(&error).len()), (400, 6), "{error}");
     let active: Vec<u64> = revisions(&app, &token)
         .await
         .into_iter()
@@ -557,7 +628,7 @@ async fn a_dry_run_is_refused_as_the_write_would_be() {
             412
         );
         let mut bad = body.clone();
-        bad["backends"][0]["address"] = json!("origin");
+        bad["backends"][0]["address"] = json!("origin:0");
         let (status, error, _) = create(&app, &token, P, query, &[], &bad).await;
         assert_eq!(
             (status, params(&error)),

@@ -4,7 +4,6 @@
 //! create` makes it (`NewToken::mint`), put in this one answer and nowhere
 //! else: the store, the audit and the log see its digest and hint only.
 
-use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use axum::routing::get;
@@ -19,15 +18,15 @@ use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::query::QueryParams;
 use crate::http::respond::{object_response, token_list_response};
-use crate::http::routes::authenticated;
+use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::http::writes::OperationHeaders;
 use crate::store::NewToken;
 use crate::store::api::api_tokens::{CreateApiToken, DeleteApiToken, GetApiToken};
 use crate::store::{ApiTokensQuery, Listing};
 
-pub fn routes(state: &AppState) -> Router<AppState> {
-    Router::new()
+pub fn routes(state: &AppState) -> Routes {
+    Routes::new()
         .route(
             "/v1/api_tokens",
             authenticated(get(list).post(create), state),

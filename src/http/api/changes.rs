@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::http::header::{ACCEPT, AUTHORIZATION};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -25,7 +24,7 @@ use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::query::QueryParams;
 use crate::http::respond::json_body;
-use crate::http::routes::authenticated;
+use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::store::api::changes::ChangeScope;
 
@@ -45,8 +44,8 @@ const RETRY_JITTER_MS: u64 = 4000;
 /// the token cache's lifetime and a quarter of it.
 const MIN_TOKEN_CHECK: Duration = Duration::from_millis(250);
 
-pub fn routes(state: &AppState) -> Router<AppState> {
-    Router::new().route("/v1/changes", authenticated(get(changes), state))
+pub fn routes(state: &AppState) -> Routes {
+    Routes::new().route("/v1/changes", authenticated(get(changes), state))
 }
 
 /// `GET /v1/changes`

@@ -4,7 +4,6 @@
 //! (listEdges: each edge's last report, by name). Both need only the
 //! right to read the project.
 
-use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -19,7 +18,7 @@ use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::query::QueryParams;
 use crate::http::respond::json_body;
-use crate::http::routes::authenticated;
+use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::http::writes::OperationHeaders;
 use crate::store::api::edges::{ListEdges, ReportEdge};
@@ -28,8 +27,8 @@ use crate::store::api::edges::{ListEdges, ReportEdge};
 const DEFAULT_LIMIT: u32 = 100;
 const MAX_LIMIT: u32 = 100;
 
-pub fn routes(state: &AppState) -> Router<AppState> {
-    Router::new().route(
+pub fn routes(state: &AppState) -> Routes {
+    Routes::new().route(
         "/v1/projects/{id}/edges",
         authenticated(get(list).post(report), state),
     )

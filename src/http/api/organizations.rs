@@ -3,7 +3,6 @@
 //! each request (not from the token's cached grant): what these answer is
 //! what the memberships are now.
 
-use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use axum::routing::get;
@@ -15,13 +14,13 @@ use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::query::QueryParams;
 use crate::http::respond::{content_tagged_response, list_response};
-use crate::http::routes::authenticated;
+use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::store::api::directory::{MemberOrganization, WhichOrganization};
 use crate::store::{Listing, OrganizationsQuery};
 
-pub fn routes(state: &AppState) -> Router<AppState> {
-    Router::new()
+pub fn routes(state: &AppState) -> Routes {
+    Routes::new()
         .route("/v1/organizations", authenticated(get(list), state))
         .route("/v1/organizations/me", authenticated(get(mine), state))
         .route("/v1/organizations/{id}", authenticated(get(one), state))

@@ -3,7 +3,6 @@
 //! through `body.rs`, the write's context through `writes.rs`, the store's
 //! project operations.
 
-use axum::Router;
 use axum::extract::{FromRequestParts, RawPathParams, RawQuery, State};
 use axum::http::request::Parts;
 use axum::response::Response;
@@ -20,14 +19,14 @@ use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::query::QueryParams;
 use crate::http::respond::{list_response, object_response};
-use crate::http::routes::authenticated;
+use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::http::writes::OperationHeaders;
 use crate::store::api::projects::{CreateProject, DeleteProject, GetProject, UpdateProject};
 use crate::store::{Listing, ProjectsQuery};
 
-pub fn routes(state: &AppState) -> Router<AppState> {
-    Router::new()
+pub fn routes(state: &AppState) -> Routes {
+    Routes::new()
         .route("/v1/projects", authenticated(get(list).post(create), state))
         .route(
             "/v1/projects/{id}",

@@ -7,7 +7,6 @@
 //! `dry_run=true` either write answers what it would do and stores
 //! nothing (`docs/management.md`, "Dry runs").
 
-use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -23,7 +22,7 @@ use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::query::QueryParams;
 use crate::http::respond::{json_body, list_response, object_response};
-use crate::http::routes::authenticated;
+use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::http::writes::OperationHeaders;
 use crate::store::StoreError;
@@ -33,8 +32,8 @@ use crate::store::api::proxy_settings::{
 };
 use crate::store::{Listing, ProxySettingsQuery};
 
-pub fn routes(state: &AppState) -> Router<AppState> {
-    Router::new()
+pub fn routes(state: &AppState) -> Routes {
+    Routes::new()
         .route(
             "/v1/projects/{id}/proxy-settings",
             authenticated(get(list).post(create), state),

@@ -1,6 +1,5 @@
 //! The caller itself: getMe.
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
@@ -8,12 +7,12 @@ use axum::routing::get;
 use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::respond::content_tagged_response;
-use crate::http::routes::authenticated;
+use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::store::api::directory::Me;
 
-pub fn routes(state: &AppState) -> Router<AppState> {
-    Router::new().route("/v1/users/me", authenticated(get(me), state))
+pub fn routes(state: &AppState) -> Routes {
+    Routes::new().route("/v1/users/me", authenticated(get(me), state))
 }
 
 /// `GET /v1/users/me`

@@ -151,3 +151,26 @@ async fn serve_honours_the_environment_and_flags_override_it() {
     );
     assert!(!other.exists(), "the server opened PROXYDECK_DATABASE_URL");
 }
+
+/// `demo` and `serve` on an address already taken fail, say so, and leave
+/// nothing behind: no database file (so no half-made demo), no migration.
+#[test]
+fn a_start_on_a_taken_address_leaves_nothing_behind() {
+    let taken = TcpListener::bind("127.0.0.1:0").expect("a port of our own");
+    let address = taken.local_addr().unwrap().to_string();
+    for command in ["demo", "serve"] {
+        let sandbox = Sandbox::new();
+        let out = sandbox.run(&[command, "--listen", &address]);
+        assert!(!out.status.success(), "{command}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("cannot listen on {address}")),
+            "{command}: {}",
+            out.stderr
+        );
+        let left: Vec<_> = std::fs::read_dir(sandbox.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "{command} left {left:?}");
+    }
+}

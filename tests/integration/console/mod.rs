@@ -557,6 +557,101 @@ async fn text_from_the_store_is_shown_as_text_never_run() {
     assert_eq!(ran, json!([true, 0]), "the description became markup");
 }
 
+/// The console compares revisions by the rule the terminal follows
+/// (docs/management.md, "Comparing revisions"): its `revisionDiff` gives,
+/// for every case of the file the terminal's tests run too, what the
+/// case expects; and for the same two revisions the page and
+/// `proxydeck proxy-settings diff` count the same changes.
+#[tokio::test]
+async fn revisions_compare_by_the_rule_the_terminal_follows() {
+    let cases: Value =
+        serde_json::from_str(include_str!("../fixtures/revision-diff-cases.json")).unwrap();
+    let sandbox = Sandbox::new();
+    let (server, token) = demo(&sandbox);
+    let Some(browser) = Browser::open(&server.base, Screen::Desktop).await else {
+        return;
+    };
+    browser.visit("/console").await;
+    for case in cases["cases"].as_array().unwrap() {
+        // The page's own module (imported again, it is the same instance).
+        let said = browser
+            .client
+            .execute_async(
+                "const [from, to, done] = arguments;
+                 import('/console/console.js').then((console) => done(console.revisionDiff(from, to)));",
+                vec![case["from"].clone(), case["to"].clone()],
+            )
+            .await
+            .expect("the console's revisionDiff runs");
+        assert_eq!(said, case["expected"], "{}", case["name"]);
+    }
+
+    // The case of issue 43 on a page: a route whose path changed.
+    let case = cases["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|case| case["name"] == "a path changed")
+        .expect("the case");
+    let (status, project) = api(
+        &server,
+        reqwest::Method::POST,
+        "/v1/projects",
+        &token,
+        json!({"organization_id": "0190b7a4-0000-7000-8000-000000000001", "slug": "paths"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{project}");
+    let id = project["id"].as_str().unwrap();
+    for side in ["from", "to"] {
+        let mut body = case[side].clone();
+        body["description"] = json!(side);
+        let path = format!("/v1/projects/{id}/proxy-settings");
+        let (status, made) = api(&server, reqwest::Method::POST, &path, &token, body).await;
+        assert_eq!(status, 200, "{made}");
+    }
+    browser.sign_in(&token).await;
+    browser
+        .visit(&format!("/console#/projects/{id}/diff/1/2"))
+        .await;
+    browser.sees("h1", "revision 1 against revision 2").await;
+    assert_eq!(
+        browser.texts("section.diff h2").await,
+        [
+            "Backends: 1 unchanged",
+            "Routes: 1 added, 1 removed, 1 unchanged"
+        ]
+    );
+    assert_eq!(
+        browser.texts(".diff-row h3").await,
+        [
+            "=backend origin (unchanged)",
+            "=route / (unchanged)",
+            "−route /v2/ (removed)",
+            "+route /one/ (added)",
+        ]
+    );
+    let mut command = crate::binary::proxydeck(sandbox.path());
+    command
+        .args(["proxy-settings", "diff", "acme-corp/paths", "1", "2"])
+        .env("PROXYDECK_URL", &server.base)
+        .env("PROXYDECK_TOKEN", &token);
+    let out = crate::binary::finish(command, None);
+    assert!(out.status.success(), "{out:#?}");
+    let tallies: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("backends:") || line.starts_with("routes:"))
+        .collect();
+    assert_eq!(
+        tallies,
+        [
+            "backends: 1 unchanged",
+            "routes: 1 added, 1 removed, 1 unchanged"
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_phone_screen_and_the_keyboard_alone_are_enough() {
     let sandbox = Sandbox::new();

@@ -94,9 +94,20 @@ pub fn project(id: &str, org: u32, created_seconds: i64) -> Value {
 }
 
 pub fn settings(project_id: &str, revision: u32, active: bool) -> Value {
-    json!({"object": "proxy_settings", "project_id": project_id, "revision": revision,
-           "description": format!("r{revision}"), "is_active": active,
-           "backends": [{"name": "origin", "address": "origin.example:443", "default": true}],
+    let mut line = revision_body(&format!("r{revision}"), "origin.example:443");
+    let members = json!({"object": "proxy_settings", "project_id": project_id,
+                         "revision": revision, "is_active": active});
+    for (name, value) in members.as_object().expect("an object") {
+        line[name] = value.clone();
+    }
+    line
+}
+
+/// The body of createProjectProxySettings: one backend at `address`, the
+/// default, and one route to it.
+pub fn revision_body(description: &str, address: &str) -> Value {
+    json!({"description": description,
+           "backends": [{"name": "origin", "address": address, "default": true}],
            "routes": [{"path": "/", "backend_name": "origin", "rank": "1"}]})
 }
 

@@ -31,7 +31,10 @@ async fn client_shows_api_errors_as_one_line() {
 
     for project in ["no-such-project", "hidden"] {
         let line = world.run(&["proxy-settings", "list", project]).error(&[]);
-        assert_eq!(line, "error: no such project", "{project}");
+        assert_eq!(
+            line,
+            format!("error: no project {project:?} (or this token cannot see it)")
+        );
     }
     world
         .run(&["projects", "list", "--organization-id", &org_id(3)])
@@ -133,9 +136,7 @@ async fn client_shows_api_errors_as_one_line() {
     ] {
         world.run(args).error(&[flag]);
     }
-    world
-        .run(&["proxy-settings", "list"])
-        .error(&["PROJECT_ID"]);
+    world.run(&["proxy-settings", "list"]).error(&["PROJECT"]);
 
     // Not a URL.
     for url in ["not a url", "ftp://127.0.0.1/", "mailto:ops@example.com"] {

@@ -20,7 +20,10 @@ use crate::binary::*;
 use crate::helpers::*;
 
 mod admin_lists;
+mod edges;
 mod errors;
+mod escapes;
+mod naming;
 mod output;
 mod profiles;
 mod revisions;

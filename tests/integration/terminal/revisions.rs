@@ -1,6 +1,8 @@
 //! `proxy-settings diff` and `proxy-settings get`: the real binary against
 //! a served store (both backends) holding revisions that differ in every
-//! way; the text, the JSON, the errors, colour only on a terminal.
+//! way; the text, the JSON, the errors, colour only on a terminal; the
+//! cases of the rule the console shares
+//! (tests/integration/fixtures/revision-diff-cases.json).
 
 use super::*;
 
@@ -89,14 +91,6 @@ backends: 1 added, 1 removed, 2 changed
     name: "d"
 
 routes: 1 added, 1 removed, 1 changed, 2 unchanged
-+ route 1: /d/ -> d
-    backend_name: "d"
-    continent: []
-    country: []
-    path: "/d/"
-    rank: "1"
-    regex: false
-    region: []
 - route 2: /b/ -> b
     backend_name: "b"
     continent: []
@@ -107,6 +101,14 @@ routes: 1 added, 1 removed, 1 changed, 2 unchanged
     region: []
 ~ route 3: /c/ -> a
     backend_name: "c" -> "a"
++ route 1: /d/ -> d
+    backend_name: "d"
+    continent: []
+    country: []
+    path: "/d/"
+    rank: "1"
+    regex: false
+    region: []
 "#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,9 +141,6 @@ async fn diff_shows_every_kind_of_change_on_both_stores() {
                  "to": {"name": "d", "address": "d.example:443", "enable_ssl": true, "default": false}},
             ],
             "routes": [
-                {"change": "added", "to_position": 1,
-                 "to": {"path": "/d/", "regex": false, "backend_name": "d", "rank": "1",
-                        "continent": [], "region": [], "country": []}},
                 {"change": "removed", "from_position": 2,
                  "from": {"path": "/b/", "regex": false, "backend_name": "b", "rank": "2",
                           "continent": [], "region": [], "country": []}},
@@ -149,7 +148,11 @@ async fn diff_shows_every_kind_of_change_on_both_stores() {
                  "to": {"path": "/c/", "regex": false, "backend_name": "a", "rank": "3",
                         "continent": [], "region": [], "country": []},
                  "members": [{"member": "backend_name", "from": "c", "to": "a"}]},
+                {"change": "added", "to_position": 1,
+                 "to": {"path": "/d/", "regex": false, "backend_name": "d", "rank": "1",
+                        "continent": [], "region": [], "country": []}},
             ],
+            "reordered": [],
             "unchanged": {"backends": 0, "routes": 2},
         });
         for args in [
@@ -172,7 +175,8 @@ async fn diff_shows_every_kind_of_change_on_both_stores() {
         ]);
         assert_eq!(out.stdout, "a\nc\n", "{out:#?}");
 
-        // A reorder: one route leaves its place and comes back at another.
+        // A reorder alone changes no route: each pairs with its own; but
+        // two routes of one rank swapped are evaluated the other way.
         let out = run(&["proxy-settings", "diff", "site", "2", "3"]);
         assert_eq!(
             out.stdout,
@@ -180,9 +184,8 @@ async fn diff_shows_every_kind_of_change_on_both_stores() {
              description: \"r2\" -> \"r3\"\n\
              active: revision 2 (not revision 3)\n\n\
              backends: 3 unchanged\n\n\
-             routes: 1 added, 1 removed, 3 unchanged\n\
-             - route 1: /d/ -> d\n    backend_name: \"d\"\n    continent: []\n    country: []\n    path: \"/d/\"\n    rank: \"1\"\n    regex: false\n    region: []\n\
-             + route 2: /d/ -> d\n    backend_name: \"d\"\n    continent: []\n    country: []\n    path: \"/d/\"\n    rank: \"1\"\n    regex: false\n    region: []\n",
+             routes: 4 unchanged\n\
+             ~ routes of rank 1, evaluated in the order of the list: /d/, /a/ -> /a/, /d/\n",
             "{out:#?}"
         );
         // The same revision twice; revisions past a gap (7's neighbours
@@ -321,4 +324,54 @@ async fn diff_colours_only_a_terminal_and_never_with_no_color() {
         without_escapes(&out.stdout).starts_with("{\n  \"project_id\": \"site\",\n"),
         "{out:#?}"
     );
+}
+
+/// Every case of the rule the terminal and the console share
+/// (docs/management.md, "Comparing revisions"), through the binary: each
+/// case's A and B are revisions 1 and 2 of a project of their own, and
+/// `diff 1 2 --json` says what the case expects. The console runs the
+/// same file in Chromium (tests/integration/console/).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diff_follows_the_cases_shared_with_the_console_on_both_stores() {
+    let cases: Value =
+        serde_json::from_str(include_str!("../fixtures/revision-diff-cases.json")).unwrap();
+    let cases = cases["cases"].as_array().unwrap();
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        require!(backend);
+        let app = TestApp::spawn(backend).await;
+        let mut lines = vec![org(1), user("u1", &[1])];
+        for (n, case) in cases.iter().enumerate() {
+            let project_id = format!("case-{n}");
+            lines.push(project(&project_id, 1, n as i64));
+            for (revision, side) in [(1, "from"), (2, "to")] {
+                lines.push(json!({"object": "proxy_settings", "project_id": project_id,
+                    "revision": revision, "description": side, "is_active": revision == 1,
+                    "backends": case[side]["backends"], "routes": case[side]["routes"]}));
+            }
+        }
+        app.seed(lines).await;
+        let token = app.token("u1").await;
+        let cwd = tempfile::tempdir().unwrap();
+        for (n, case) in cases.iter().enumerate() {
+            let project_id = format!("case-{n}");
+            let name = &case["name"];
+            // The case's revisions are as the listing gives them.
+            let path = format!("/v1/projects/{project_id}/proxy-settings?order_direction=ASC");
+            let (_, page) = app.get_json(&path, &token).await;
+            for (listed, side) in page["data"].as_array().unwrap().iter().zip(["from", "to"]) {
+                for list in ["backends", "routes"] {
+                    assert_eq!(listed[list], case[side][list], "{name} {side} {list}");
+                }
+            }
+            let args = ["proxy-settings", "diff", &project_id, "1", "2", "--json"];
+            let diff = client(&app, &token, cwd.path(), &args).json();
+            let said = json!({
+                "backends": diff["backends"],
+                "routes": diff["routes"],
+                "reordered": diff["reordered"],
+                "unchanged": diff["unchanged"],
+            });
+            assert_eq!(said, case["expected"], "{backend:?}: {name}");
+        }
+    }
 }

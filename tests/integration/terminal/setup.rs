@@ -134,7 +134,7 @@ async fn client_against_a_proxydeck_serve_child() {
     let out = client(&["tokens", "list", "--name", "extra-1"]);
     assert_eq!(out.json(), Value::Array(tokens));
 
-    client(&["proxy-settings", "list", "nope"]).error(&["no such project"]);
+    client(&["proxy-settings", "list", "nope"]).error(&["no project \"nope\""]);
     drop(server);
     client(&["projects", "list"]).error(&["cannot reach"]);
 }
@@ -187,11 +187,13 @@ async fn client_help_shows_client_flags_only() {
         "--database-password-file",
         "--db-pool-size",
         "--db-timeout",
+        "--database-pooler",
+        "--database-direct-url",
         "--log-format",
         "--log-level",
         "--config",
     ];
-    let commands: [(&[&str], &[&str]); 9] = [
+    let commands: [(&[&str], &[&str]); 10] = [
         (
             &["projects", "list"],
             &["--url", "--token", "--profile", "--json", "--jq"],
@@ -213,6 +215,17 @@ async fn client_help_shows_client_flags_only() {
         ),
         (&["auth"], &[]),
         (&["proxy-settings"], &[]),
+        (
+            &["follow"],
+            &[
+                "--url",
+                "--token",
+                "--profile",
+                "--dir",
+                "--exec",
+                "Exit status",
+            ],
+        ),
     ];
     for (args, shown) in commands {
         let text = help(args);

@@ -151,7 +151,7 @@ async fn projects_are_created_shown_changed_and_deleted_on_both_stores() {
         );
         assert_eq!(
             failure(&run(&["projects", "get", "nothing"])),
-            "error: no such project"
+            "error: no project \"nothing\" (or this token cannot see it)"
         );
 
         // update: a stale --if-match changes nothing; the right one does.
@@ -200,7 +200,7 @@ async fn projects_are_created_shown_changed_and_deleted_on_both_stores() {
         assert_eq!(fetched(&app, &token, &path).await.0, 404);
         assert_eq!(
             failure(&run(&["projects", "delete", &id, "--yes"])),
-            "error: no such project"
+            format!("error: no project {id:?} (or this token cannot see it)")
         );
     }
 }
