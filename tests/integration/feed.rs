@@ -278,6 +278,25 @@ async fn a_caller_sees_only_the_changes_of_its_organizations() {
         let response = EventStream::request(&app, &query, &u1, None).await;
         assert_eq!(response.status(), 404);
     }
+    // A stream from a cursor, by `after` or by `Last-Event-ID` (what
+    // EventSource reconnects with), is refused alike: a 404, not a stream
+    // that ends in an error event (and is reconnected to for ever).
+    for project in ["p3", "nope"] {
+        for (query, last_event_id) in [
+            (format!("?project_id={project}&after={start}"), None),
+            (format!("?project_id={project}"), Some(start.as_str())),
+        ] {
+            let response = EventStream::request(&app, &query, &u1, last_event_id).await;
+            assert_eq!(response.status(), 404, "{query} {last_event_id:?}");
+            let body: Value = response.json().await.unwrap();
+            assert_error_shape(&body);
+            assert_eq!(body["error"]["type"], "not_found_error", "{body}");
+        }
+    }
+    // Its own project's stream from a cursor is a stream.
+    let mut own =
+        EventStream::open(&app, &format!("?project_id=p3&after={start}"), &u3, None).await;
+    assert_eq!(own.next_change().await.json()["project_id"], "p3");
 }
 
 #[tokio::test]
