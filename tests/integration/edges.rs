@@ -180,6 +180,13 @@ fn names(page: &Value) -> Vec<String> {
         .collect()
 }
 
+/// `edge-1` applied on p1 (by u1) and on p3 (by u3).
+async fn an_edge_on_each(app: &TestApp, u1: &str, u3: &str) {
+    assert_eq!(report(app, u1, "p1", applied("edge-1")).await.0, 200);
+    let on_p3 = json!({"name": "edge-1", "revision": 1, "status": "applied"});
+    assert_eq!(report(app, u3, "p3", on_p3).await.0, 200);
+}
+
 fn applied(name: &str) -> Value {
     json!({"name": name, "revision": 4, "status": "applied"})
 }
@@ -243,18 +250,7 @@ async fn a_project_keeps_its_most_reports_and_the_oldest_stale_go_first() {
 async fn whoever_may_change_the_project_removes_a_report() {
     require!(BACKEND);
     let (app, u1, u3) = fixture().await;
-    assert_eq!(report(&app, &u1, "p1", applied("edge-1")).await.0, 200);
-    assert_eq!(
-        report(
-            &app,
-            &u3,
-            "p3",
-            json!({"name": "edge-1", "revision": 1, "status": "applied"})
-        )
-        .await
-        .0,
-        200
-    );
+    an_edge_on_each(&app, &u1, &u3).await;
     let remove = |token: String, path: &'static str| {
         let app = &app;
         async move { send(app, Method::DELETE, path, &token, &[], None).await }
@@ -299,18 +295,7 @@ async fn whoever_may_change_the_project_removes_a_report() {
 async fn reports_go_with_their_project() {
     require!(BACKEND);
     let (app, u1, u3) = fixture().await;
-    assert_eq!(report(&app, &u1, "p1", applied("edge-1")).await.0, 200);
-    assert_eq!(
-        report(
-            &app,
-            &u3,
-            "p3",
-            json!({"name": "edge-1", "revision": 1, "status": "applied"})
-        )
-        .await
-        .0,
-        200
-    );
+    an_edge_on_each(&app, &u1, &u3).await;
     app.data
         .execute("UPDATE memberships SET role = 'admin' WHERE user_id = 'u1'");
     let (status, body, _) = send(&app, Method::DELETE, "/v1/projects/p1", &u1, &[], None).await;
