@@ -340,3 +340,25 @@ async fn those_that_need_attention_come_first_whatever_their_names() {
         assert_eq!(status, 400, "{query}: {body}");
     }
 }
+
+/// New names reported at once pass the bound no further (PostgreSQL runs
+/// them side by side: they are counted under the organization's lock).
+#[tokio::test]
+async fn new_names_at_once_pass_the_bound_no_further() {
+    require!(BACKEND);
+    let mut options = test_options();
+    options.quotas.edge_reports_per_project = 3;
+    let (app, u1, _) = fixture_with(options).await;
+    let reports = (0..12).map(|i| {
+        let (app, u1) = (&app, &u1);
+        async move { report(app, u1, "p1", applied(&format!("e{i}"))).await.0 }
+    });
+    let mut statuses = futures_util::future::join_all(reports).await;
+    statuses.sort();
+    assert_eq!(statuses, [[200; 3].as_slice(), &[409; 9]].concat());
+    assert_eq!(
+        app.data
+            .count("SELECT COUNT(*) FROM edge_reports WHERE project_id = 'p1'"),
+        3
+    );
+}
