@@ -17,6 +17,7 @@ use crate::console;
 use crate::feed::{Feed, FeedOptions};
 use crate::http::transport::server::{self, ServerOptions};
 use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits, Routes, Services};
+use crate::quotas::{Follows, QuotaOptions};
 use crate::rate_limit::failures::FailureLimiter;
 use crate::rate_limit::{RateLimitOptions, RateLimiter};
 use crate::store::Store;
@@ -36,6 +37,8 @@ pub struct ServiceOptions {
     pub limits: RequestLimits,
     pub rate_limit: RateLimitOptions,
     pub feed: FeedOptions,
+    /// What one caller may hold at once (`quotas.rs`).
+    pub quotas: QuotaOptions,
     /// Where lifetimes and limits read the time (tests move their own).
     pub clock: Clock,
 }
@@ -51,6 +54,7 @@ impl Default for ServiceOptions {
             limits: RequestLimits::default(),
             rate_limit: RateLimitOptions::default(),
             feed: FeedOptions::default(),
+            quotas: QuotaOptions::default(),
             clock: Clock::system(),
         }
     }
@@ -144,6 +148,8 @@ impl Service {
                 .map(|limiter| Arc::new(Metering::new(limiter))),
             failures: failures.clone(),
             client_address_header: options.rate_limit.client_address_header.clone(),
+            follows: Follows::new(&options.quotas),
+            quotas: options.quotas.clone(),
         });
         let (router, admin) = match admin_listener {
             None => (

@@ -228,9 +228,29 @@ impl Feed {
         }
     }
 
-    /// A follower of `scope` from just after `after` (from now when
-    /// `None`).
+    /// A stream's follower of `scope` from just after `after` (from now
+    /// when `None`).
     pub async fn follow(
+        self: &Arc<Self>,
+        scope: ChangeScope,
+        after: Option<Cursor>,
+    ) -> Result<Follower, StoreError> {
+        let mut follower = self.follower(scope, after).await?;
+        if after.is_some() && follower.scope.project_id.is_some() {
+            // A project must be one the caller may read: its first read
+            // (due anyway) decides it before anything is answered, so
+            // that an unknown or invisible project is a 404, not a stream
+            // that ends at once (and that EventSource would reconnect to
+            // for ever). From now (`None`), the head's read decided it.
+            follower.catch_up().await?;
+        }
+        Ok(follower)
+    }
+
+    /// A follower of `scope` from just after `after`, before its first
+    /// read of the changes after `after` (a long poll makes that read
+    /// itself).
+    async fn follower(
         self: &Arc<Self>,
         scope: ChangeScope,
         after: Option<Cursor>,
@@ -274,7 +294,7 @@ impl Feed {
         limit: usize,
         wait: Duration,
     ) -> Result<ChangesRead, StoreError> {
-        let mut follower = self.follow(scope, after).await?;
+        let mut follower = self.follower(scope, after).await?;
         let first = match after {
             // From now: nothing yet, and where the store stands (exact, not
             // the tail's position, which may trail it: a client asks this
@@ -367,6 +387,23 @@ impl Follower {
             .await
     }
 
+    /// Reads the store's next batch after the cursor, to hand out before
+    /// the channel's changes.
+    async fn catch_up(&mut self) -> Result<(), StoreError> {
+        let read = self.read_store(Some(self.cursor), BATCH).await?;
+        self.behind = read.more;
+        if read.reset {
+            self.reset = Some(read.through);
+            self.cursor = read.through;
+        } else if read.changes.is_empty() {
+            self.cursor = read.through;
+        } else {
+            self.ready = read.changes.into();
+            self.ready_through = read.through;
+        }
+        Ok(())
+    }
+
     /// The next thing to tell the client, waiting until `deadline` at most.
     pub async fn next(&mut self, deadline: Instant) -> Result<Next, StoreError> {
         loop {
@@ -384,17 +421,7 @@ impl Follower {
                 return Ok(Next::Closed);
             }
             if self.behind {
-                let read = self.read_store(Some(self.cursor), BATCH).await?;
-                self.behind = read.more;
-                if read.reset {
-                    self.reset = Some(read.through);
-                    self.cursor = read.through;
-                } else if read.changes.is_empty() {
-                    self.cursor = read.through;
-                } else {
-                    self.ready = read.changes.into();
-                    self.ready_through = read.through;
-                }
+                self.catch_up().await?;
                 continue;
             }
             tokio::select! {

@@ -17,6 +17,7 @@ pub mod domain;
 pub mod feed;
 pub mod http;
 pub mod metrics;
+pub mod quotas;
 pub mod rate_limit;
 pub mod store;
 pub mod telemetry;

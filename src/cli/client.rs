@@ -104,6 +104,13 @@ pub enum ProxySettingsCommand {
         after_help = "Examples:\n  proxydeck proxy-settings edges acme-corp/acme-shop\n  proxydeck proxy-settings edges acme-shop -o table | head -1   # the summary line\n  proxydeck proxy-settings edges acme-shop --jq '.[] | select(.status == \"failed\") | .error'"
     )]
     Edges(edges::EdgesArgs),
+    /// Remove an edge's report from a project (an edge that no longer
+    /// runs): needs the right to change the project. An edge that reports
+    /// again comes back.
+    #[command(
+        after_help = "Examples:\n  proxydeck proxy-settings delete-edge acme-shop edge-7.eu --yes"
+    )]
+    DeleteEdge(writes::EdgeDelete),
 }
 
 /// Runs a `projects` command.
@@ -135,5 +142,6 @@ pub async fn proxy_settings(command: ProxySettingsCommand) -> anyhow::Result<()>
         ProxySettingsCommand::Create(args) => writes::revision_create(args).await,
         ProxySettingsCommand::Activate(args) => writes::revision_activate(args).await,
         ProxySettingsCommand::Edges(args) => edges::edges(args).await,
+        ProxySettingsCommand::DeleteEdge(args) => writes::edge_delete(args).await,
     }
 }

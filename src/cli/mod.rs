@@ -35,6 +35,7 @@ use crate::domain::url_password;
 use crate::feed::FeedOptions;
 use crate::http::RequestLimits;
 use crate::http::transport::server::ServerOptions;
+use crate::quotas::QuotaOptions;
 use crate::rate_limit::redis::RedisUrl;
 use crate::rate_limit::{self, Policy, RateLimitOptions};
 use crate::store::{self, Caches, DatabaseUrl, Pooler, Replicas, StoreOptions};
@@ -294,6 +295,22 @@ struct ServeArgs {
     /// listen queue until one closes.
     #[arg(long, env = "PROXYDECK_MAX_CONNECTIONS", default_value = "10000", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
     max_connections: u32,
+    /// Change feed streams and long polls one API token may hold open at
+    /// once on this instance; beyond it, 429 with Retry-After.
+    #[arg(long, env = "PROXYDECK_FEED_FOLLOWS_PER_TOKEN", default_value = "20", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
+    feed_follows_per_token: u32,
+    /// Change feed streams and long polls one user may hold open at once on
+    /// this instance, whatever tokens they use; beyond it, 429.
+    #[arg(long, env = "PROXYDECK_FEED_FOLLOWS_PER_USER", default_value = "50", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
+    feed_follows_per_user: u32,
+    /// API tokens one user may create in an hour (revoked ones count);
+    /// beyond it, 429 with Retry-After.
+    #[arg(long, env = "PROXYDECK_TOKENS_PER_USER_PER_HOUR", default_value = "100", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
+    tokens_per_user_per_hour: u32,
+    /// Edge reports one project keeps; a new edge name past it replaces the
+    /// oldest stale report, or is refused (409) when none is stale.
+    #[arg(long, env = "PROXYDECK_EDGE_REPORTS_PER_PROJECT", default_value = "1000", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
+    edge_reports_per_project: u32,
     /// Longest a request may take before it is answered with 503.
     #[arg(long, env = "PROXYDECK_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
     request_timeout: Duration,
@@ -529,6 +546,12 @@ impl ServeArgs {
             limits: RequestLimits {
                 timeout: self.request_timeout,
                 ..defaults.limits
+            },
+            quotas: QuotaOptions {
+                follows_per_token: self.feed_follows_per_token,
+                follows_per_user: self.feed_follows_per_user,
+                tokens_per_user_per_hour: self.tokens_per_user_per_hour,
+                edge_reports_per_project: self.edge_reports_per_project,
             },
             feed: FeedOptions {
                 heartbeat: self.feed_heartbeat,

@@ -128,6 +128,23 @@ pub struct TokenDelete {
     deletion: Deletion,
 }
 
+#[derive(Args)]
+pub struct EdgeDelete {
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
+    /// The edge's name, as it reports (`proxydeck follow --name`).
+    #[arg(value_name = "EDGE")]
+    name: String,
+    /// Do not ask. Without it the command asks on a terminal, and refuses
+    /// when stdin is not one.
+    #[arg(long, short)]
+    yes: bool,
+    #[command(flatten)]
+    shape: ObjectShape,
+    #[command(flatten)]
+    connection: Connection,
+}
+
 /// What a delete takes besides what it deletes.
 #[derive(Args)]
 pub struct Deletion {
@@ -220,6 +237,8 @@ impl Kind {
             Self::Deleted => {
                 let what = match object["object"].as_str() {
                     Some("api_token") => "API token",
+                    // An edge's report is named by the edge's name.
+                    Some("edge") => return format!("edge {}", shown(&object["name"])),
                     Some(other) => other,
                     None => "object",
                 };
@@ -437,6 +456,22 @@ pub async fn token_delete(args: TokenDelete) -> anyhow::Result<()> {
     deletion.confirm(&format!("delete API token {}", args.id))?;
     let session = Session::open(&deletion.connection, &deletion.shape, Kind::Deleted)?;
     deletion.send(session, &v1(&["api_tokens", &args.id])).await
+}
+
+/// Removes an edge's report (deleteEdge): one the edges no longer run.
+pub async fn edge_delete(args: EdgeDelete) -> anyhow::Result<()> {
+    if !args.yes {
+        confirm(&format!(
+            "remove the report of edge {} from project {}",
+            args.name, args.project
+        ))?;
+    }
+    let session = Session::open(&args.connection, &args.shape, Kind::Deleted)?;
+    let id = session.project(&args.project).await?;
+    let path = v1(&["projects", &id, "edges", &args.name]);
+    session
+        .exchange(Request::new(Method::DELETE, &path), "deleted")
+        .await
 }
 
 impl Deletion {

@@ -172,6 +172,27 @@ impl ApiError {
             } => format!(
                 "too many failed authentications from this address; retry in {retry_after_seconds} s"
             ),
+            Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::Follows(crate::quotas::FollowRefusal::Token(most)),
+            } => format!(
+                "this API token holds its most change feed streams and long polls open at once \
+                 ({most}); close one, then retry in {retry_after_seconds} s"
+            ),
+            Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::Follows(crate::quotas::FollowRefusal::User(most)),
+            } => format!(
+                "this user holds their most change feed streams and long polls open at once \
+                 ({most}, whatever the token); close one, then retry in {retry_after_seconds} s"
+            ),
+            Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::NewTokens(most),
+            } => format!(
+                "this user created their most API tokens in an hour ({most}); retry in \
+                 {retry_after_seconds} s"
+            ),
             Self::Unavailable => "the service cannot reach its store; try again shortly".into(),
             Self::Internal => "an internal error occurred".into(),
         }
@@ -185,6 +206,11 @@ pub enum Throttle {
     Token,
     /// The client address's failed authentications.
     FailedAuthentications,
+    /// The change feed's streams and long polls open at once, by the
+    /// caller's token or its user (`quotas.rs`).
+    Follows(crate::quotas::FollowRefusal),
+    /// The API tokens the user created in the last hour.
+    NewTokens(u32),
 }
 
 #[derive(Serialize)]
@@ -321,6 +347,13 @@ impl From<StoreError> for ApiError {
             }
             StoreError::TokenRefused(state) => Self::Unauthenticated(state.refusal().into()),
             StoreError::Forbidden(message) => Self::Forbidden(message),
+            StoreError::TooManyNewTokens {
+                most,
+                retry_after_seconds,
+            } => Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::NewTokens(most),
+            },
             StoreError::PreconditionFailed => Self::PreconditionFailed,
             StoreError::IdempotencyKeyReused => Self::Conflict {
                 message: "this Idempotency-Key was used with another request body".into(),

@@ -24,6 +24,10 @@ pub struct Services {
     pub failures: Option<Arc<FailureLimiter>>,
     /// The trusted proxy's header naming the client's address, if any.
     pub client_address_header: Option<axum::http::HeaderName>,
+    /// The change feed's open streams and long polls, by token and user.
+    pub follows: crate::quotas::Follows,
+    /// What one caller may hold at once.
+    pub quotas: crate::quotas::QuotaOptions,
 }
 
 impl AppState {

@@ -42,6 +42,10 @@ pub enum StoreError {
     /// write, which reads its token in its own transaction).
     #[error("{}", .0.refusal())]
     TokenRefused(TokenState),
+    /// The user created their most API tokens in the last hour; one of
+    /// them leaves the hour in `retry_after_seconds`.
+    #[error("the user created {most} API tokens in the last hour")]
+    TooManyNewTokens { most: u32, retry_after_seconds: u64 },
     /// The caller may see the object but not make this change.
     #[error("{0}")]
     Forbidden(String),

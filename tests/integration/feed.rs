@@ -278,6 +278,25 @@ async fn a_caller_sees_only_the_changes_of_its_organizations() {
         let response = EventStream::request(&app, &query, &u1, None).await;
         assert_eq!(response.status(), 404);
     }
+    // A stream from a cursor, by `after` or by `Last-Event-ID` (what
+    // EventSource reconnects with), is refused alike: a 404, not a stream
+    // that ends in an error event (and is reconnected to for ever).
+    for project in ["p3", "nope"] {
+        for (query, last_event_id) in [
+            (format!("?project_id={project}&after={start}"), None),
+            (format!("?project_id={project}"), Some(start.as_str())),
+        ] {
+            let response = EventStream::request(&app, &query, &u1, last_event_id).await;
+            assert_eq!(response.status(), 404, "{query} {last_event_id:?}");
+            let body: Value = response.json().await.unwrap();
+            assert_error_shape(&body);
+            assert_eq!(body["error"]["type"], "not_found_error", "{body}");
+        }
+    }
+    // Its own project's stream from a cursor is a stream.
+    let mut own =
+        EventStream::open(&app, &format!("?project_id=p3&after={start}"), &u3, None).await;
+    assert_eq!(own.next_change().await.json()["project_id"], "p3");
 }
 
 #[tokio::test]
@@ -528,5 +547,75 @@ async fn answers_and_events_match_the_served_document() {
     let operation = contract.operation("/v1/changes");
     for status in [200, 400, 401, 404, 429, 503] {
         assert!(contract.response(&operation, status).is_some(), "{status}");
+    }
+}
+
+/// A caller holds a bounded number of streams and waiting long polls on an
+/// instance (issue 44: one member's 3,000 streams held the service): per
+/// token, and per user whatever the token; past either, a 429 with
+/// `Retry-After`; a place is given back when a stream's client goes;
+/// another user is not held by it.
+#[tokio::test]
+async fn streams_and_long_polls_are_bounded_per_token_and_per_user() {
+    require!(BACKEND);
+    let mut options = test_options();
+    options.quotas.follows_per_token = 2;
+    options.quotas.follows_per_user = 3;
+    // The service sees a client gone when it next writes to it.
+    options.feed.heartbeat = Duration::from_millis(100);
+    let (app, a, u3) = fixture_with(options).await;
+    let b = app.token("u1").await;
+    let refused = |response: reqwest::Response, what: &str| {
+        assert_eq!(response.status(), 429, "{what}");
+        let retry: u64 = response.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(retry >= 1, "{what}");
+        response
+    };
+    let first = EventStream::open(&app, "", &a, None).await;
+    let _second = EventStream::open(&app, "", &a, None).await;
+    let body: Value = refused(EventStream::request(&app, "", &a, None).await, "token")
+        .json()
+        .await
+        .unwrap();
+    assert_error_shape(&body);
+    assert_eq!(body["error"]["code"], "rate_limit", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("this API token"),
+        "{body}"
+    );
+    // Another token of the same user: its third place is the user's last.
+    let _third = EventStream::open(&app, "", &b, None).await;
+    let body: Value = refused(EventStream::request(&app, "", &b, None).await, "user")
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("user"),
+        "{body}"
+    );
+    // A long poll that waits takes a place too; one that does not wait is
+    // an ordinary read.
+    refused(app.get("/v1/changes?wait=30s", &b).await, "long poll");
+    poll(&app, &b, "").await;
+    // Another user follows.
+    let _theirs = EventStream::open(&app, "", &u3, None).await;
+    // A client gone gives its place back.
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let response = EventStream::request(&app, "", &a, None).await;
+        if response.status() == 200 {
+            break;
+        }
+        assert_eq!(response.status(), 429);
+        assert!(std::time::Instant::now() < deadline, "the place came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

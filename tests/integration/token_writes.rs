@@ -369,3 +369,78 @@ async fn the_generated_client_creates_reads_and_deletes_tokens() {
     assert_eq!(deleted.deleted, Some(true));
     assert_eq!(app.get_json("/v1/api_tokens", &secret).await.0, 401);
 }
+
+/// createApiToken is bounded per user per hour (issue 44: 300 in 0.2 s
+/// all succeeded, each a fresh rate-limit bucket): requests at once pass
+/// the bound no further (PostgreSQL runs them side by side), revoking
+/// does not free a place, the refusal is a 429 with `Retry-After`, and
+/// another user is not held by it.
+#[tokio::test]
+async fn a_user_creates_a_bounded_number_of_tokens_an_hour() {
+    require!(BACKEND);
+    let mut options = test_options();
+    options.quotas.tokens_per_user_per_hour = 5;
+    let app = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
+    app.seed(vec![org(1), user("u1", &[1]), user("u3", &[1])])
+        .await;
+    // Minted now: the first of the hour's five.
+    let token = app.token("u1").await;
+    let attempts = (0..12).map(|i| {
+        let app = &app;
+        let token = &token;
+        async move {
+            app.client
+                .post(app.url("/v1/api_tokens"))
+                .bearer_auth(token)
+                .json(&json!({"name": format!("t{i}")}))
+                .send()
+                .await
+                .expect("answered")
+        }
+    });
+    let answers = futures_util::future::join_all(attempts).await;
+    let created: Vec<&reqwest::Response> = answers.iter().filter(|a| a.status() == 200).collect();
+    assert_eq!(
+        created.len(),
+        4,
+        "{:?}",
+        answers.iter().map(|a| a.status()).collect::<Vec<_>>()
+    );
+    let refused = answers
+        .into_iter()
+        .find(|a| a.status() == 429)
+        .expect("a refusal");
+    let retry_after: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3600).contains(&retry_after), "{retry_after}");
+    let body: Value = refused.json().await.unwrap();
+    assert_error_shape(&body);
+    assert_eq!(body["error"]["code"], "rate_limit", "{body}");
+    assert_eq!(
+        app.data
+            .count("SELECT COUNT(*) FROM api_tokens WHERE user_id = 'u1'"),
+        5
+    );
+    // Revoking one does not make room: the hour counts what was created.
+    let (_, listed) = app.get_json("/v1/api_tokens", &token).await;
+    let id = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] != "test")
+        .expect("a token it created")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, _, _) = one(&app, Method::DELETE, &token, &id).await;
+    assert_eq!(status, 200);
+    let (status, body, _) = create(&app, &token, json!({"name": "again"})).await;
+    assert_eq!(status, 429, "{body}");
+    // Another user creates.
+    let other = app.token("u3").await;
+    let (status, body, _) = create(&app, &other, json!({"name": "mine"})).await;
+    assert_eq!(status, 200, "{body}");
+}

@@ -209,6 +209,18 @@ async fn a_revoked_token_writes_nothing_on_any_instance() {
         .await
         .unwrap();
     let token_id = tokens.last().expect("a token of u1").token.id.clone();
+    // An edge's report, for the removal below.
+    let applied = json!({"name": "edge-1", "revision": 1, "status": "applied"});
+    let (status, _, _) = send(
+        &first,
+        Method::POST,
+        "/v1/projects/a1/edges",
+        &token,
+        &[],
+        Some(&applied),
+    )
+    .await;
+    assert_eq!(status, 200);
     let audited = audit_of(&first, None).await.len();
     // As `admin token revoke` does it: in the store, behind both caches.
     first
@@ -217,7 +229,8 @@ async fn a_revoked_token_writes_nothing_on_any_instance() {
         .await
         .unwrap();
     let project = json!({"organization_id": org_id(1), "slug": "heir"});
-    let writes: [(Method, String, Option<Value>); 7] = [
+    let failed = json!({"name": "edge-1", "revision": 1, "status": "failed", "error": "x"});
+    let writes: [(Method, String, Option<Value>); 9] = [
         (
             Method::POST,
             "/v1/api_tokens".into(),
@@ -241,6 +254,10 @@ async fn a_revoked_token_writes_nothing_on_any_instance() {
             Some(json!({"description": "changed"})),
         ),
         (Method::DELETE, "/v1/projects/a2".into(), None),
+        // An edge's report too (issue 44: it was written for the token
+        // cache's lifetime), and its removal.
+        (Method::POST, "/v1/projects/a1/edges".into(), Some(failed)),
+        (Method::DELETE, "/v1/projects/a1/edges/edge-1".into(), None),
     ];
     for app in [&first, &second] {
         for (method, path, body) in &writes {
@@ -277,6 +294,8 @@ async fn a_revoked_token_writes_nothing_on_any_instance() {
     let admin = first.token("u1").await;
     assert_eq!(revisions(&first, &admin, "a1").await, [(1, "r1".into())]);
     assert_eq!(first.get_json("/v1/projects/a2", &admin).await.0, 200);
+    let (_, edges) = first.get_json("/v1/projects/a1/edges", &admin).await;
+    assert_eq!(edges["data"][0]["status"], "applied", "{edges}");
 }
 
 /// A write on a project of another organization costs what one on an id

@@ -647,15 +647,32 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
     return;
   }
   // Who runs which revision (the edges' reports): shown when there are
-  // any; a failure to read them leaves the timeline as it was.
+  // any; a failure to read them leaves the timeline as it was. Those that
+  // need attention come first (failed, then stale), whatever their names:
+  // a page of 100 holds them before the edges that run fine.
   let edges = [];
+  let moreEdges = false;
   try {
-    const { body } = await api("GET", `/v1/projects/${encodeURIComponent(project.id)}/edges?limit=100`, { signal });
+    const { body } = await api("GET", `/v1/projects/${encodeURIComponent(project.id)}/edges?order=attention&limit=100`, { signal });
     edges = body.data;
+    moreEdges = body.has_more;
   } catch (error) {
     if (error.name === "AbortError") return;
   }
-  const onRevision = (number) => edges.filter((edge) => edge.revision === number && !edge.stale);
+  const role = roleIn(project.organization_id);
+  const mayChange = role !== "member";
+  // At most EDGES_SHOWN edges on each revision, failed ones first (the
+  // page's order); the rest are counted.
+  const onRevision = (number) => {
+    const running = edges.filter((edge) => edge.revision === number && !edge.stale);
+    const shown = running.slice(0, EDGES_SHOWN).map((edge) =>
+      edge.status === "failed"
+        ? h("p", { class: "edge failed", text: `Failed on ${edge.name}: ${edge.error}` })
+        : h("p", { class: "edge", text: `Running on ${edge.name}` }),
+    );
+    if (running.length > EDGES_SHOWN) shown.push(h("p", { class: "edge more muted", text: `and ${running.length - EDGES_SHOWN} more` }));
+    return shown;
+  };
   const items = revisions.map((revision) =>
     h(
       "li",
@@ -668,11 +685,7 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
       ),
       h("p", { text: revision.description || "(no description)" }),
       h("p", { class: "muted", text: `${revision.backends.length} backends, ${revision.routes.length} routes` }),
-      ...onRevision(revision.revision).map((edge) =>
-        edge.status === "failed"
-          ? h("p", { class: "edge failed", text: `Failed on ${edge.name}: ${edge.error}` })
-          : h("p", { class: "edge", text: `Running on ${edge.name}` }),
-      ),
+      ...onRevision(revision.revision),
       revision.is_active
         ? null
         : h("button", {
@@ -707,7 +720,6 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
     choose("diff-b", "with revision", newest),
     h("button", { type: "submit", text: "Show differences" }),
   );
-  const role = roleIn(project.organization_id);
   const readOnly =
     role === "member"
       ? h("p", { class: "muted", text: `Your role in ${organizationName(project.organization_id)} is member: you can read and compare revisions; activating one needs an editor or an admin.` })
@@ -717,7 +729,8 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
   // left out instead.
   const parts = [
     heading,
-    edges.length ? h("p", { class: "edges-summary", text: edgesSummary(edges) }) : null,
+    edges.length ? h("p", { class: "edges-summary", text: edgesSummary(edges, moreEdges) }) : null,
+    staleEdges(project, edges, mayChange, section, signal),
     readOnly,
     status,
     compare,
@@ -727,22 +740,70 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
   section.replaceChildren(...parts.filter((part) => part !== null));
 }
 
+/** Edges shown on one revision, and failures told in the summary, at most. */
+const EDGES_SHOWN = 5;
+const FAILURES_TOLD = 3;
+
 /** "2 edges on revision 4, 1 on revision 3, 1 failed on 4: REASON, 1 stale"
- * (the same words as `proxydeck proxy-settings edges`). */
-function edgesSummary(edges) {
+ * (the same words as `proxydeck proxy-settings edges`); past
+ * FAILURES_TOLD failures, "N more failed"; "more edges not counted" when
+ * the page did not hold them all. Bounded whatever the edges report. */
+function edgesSummary(edges, more) {
   const applied = new Map();
   const parts = [];
+  let failed = 0;
   let stale = 0;
   for (const edge of edges) {
     if (edge.stale) stale += 1;
-    else if (edge.status === "failed") parts.push(`1 failed on ${edge.revision}: ${edge.error}`);
-    else applied.set(edge.revision, (applied.get(edge.revision) || 0) + 1);
+    else if (edge.status === "failed") {
+      failed += 1;
+      if (failed <= FAILURES_TOLD) parts.push(`1 failed on ${edge.revision}: ${edge.error}`);
+    } else applied.set(edge.revision, (applied.get(edge.revision) || 0) + 1);
   }
   const counted = [...applied.entries()]
     .sort((a, b) => b[0] - a[0])
     .map(([revision, count], i) => `${count} ${i === 0 ? (count === 1 ? "edge " : "edges ") : ""}on revision ${revision}`);
+  if (failed > FAILURES_TOLD) parts.push(`${failed - FAILURES_TOLD} more failed`);
   if (stale) parts.push(`${stale} stale`);
+  if (more) parts.push("more edges not counted");
   return [...counted, ...parts].join(", ");
+}
+
+/** The stale edges (no report for 3 minutes), at most EDGES_SHOWN, each
+ * with a button that removes its report for those who may change the
+ * project; null when there is none. */
+function staleEdges(project, edges, mayChange, section, signal) {
+  const stale = edges.filter((edge) => edge.stale);
+  if (!stale.length) return null;
+  const items = stale.slice(0, EDGES_SHOWN).map((edge) =>
+    h(
+      "li",
+      { class: "edge stale", "data-edge": edge.name },
+      h("span", { text: `${edge.name}: last reported revision ${edge.revision} at ${edge.reported_at}` }),
+      mayChange
+        ? h("button", { type: "button", class: "remove-edge", text: `Remove ${edge.name}`, onclick: () => removeEdge(project, edge, section, signal) })
+        : null,
+    ),
+  );
+  if (stale.length > EDGES_SHOWN) items.push(h("li", { class: "muted", text: `and ${stale.length - EDGES_SHOWN} more` }));
+  return h("ul", { class: "stale-edges", "aria-label": "Stale edges" }, items);
+}
+
+async function removeEdge(project, edge, section, signal) {
+  const confirmed = await confirmAction(
+    `Remove edge ${edge.name}?`,
+    `The report of ${edge.name} leaves ${project.slug}. If the edge reports again, it comes back.`,
+    `Remove ${edge.name}`,
+  );
+  if (!confirmed) return;
+  try {
+    await api("DELETE", `/v1/projects/${encodeURIComponent(project.id)}/edges/${encodeURIComponent(edge.name)}`, { signal });
+    notify(`The report of ${edge.name} was removed from ${project.slug}.`);
+    await showRevisions(project, section, signal);
+  } catch (error) {
+    if (error.name === "AbortError" || endSessionOn(error)) return;
+    notify(explain(error, "remove edge reports", project.organization_id));
+  }
 }
 
 async function activate(project, revision, section, status, signal) {

@@ -102,7 +102,14 @@ async fn create(
     let (token, secret) = NewToken::mint(caller.0.user_id.clone(), name.to_owned(), expires_at);
     let hint = token.hint.clone();
     let request = headers.write_request(&caller, "createApiToken", None);
-    let mut answer = app.store.run(CreateApiToken { request, token }).await?;
+    let mut answer = app
+        .store
+        .run(CreateApiToken {
+            request,
+            token,
+            most_per_hour: app.quotas.tokens_per_user_per_hour,
+        })
+        .await?;
     // The stored answer holds the hint; this one answer shows the secret
     // (both are base62 with a fixed prefix: nothing to escape).
     answer.body = answer.body.replacen(

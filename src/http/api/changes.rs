@@ -16,16 +16,18 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use crate::auth::AuthError;
+use crate::auth::Principal;
 use crate::domain::access::{self, Action, Facts, Refusal};
 use crate::domain::change::Cursor;
 use crate::domain::ids;
 use crate::feed::{Follower, Next};
 use crate::http::caller::Caller;
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, Throttle};
 use crate::http::query::QueryParams;
 use crate::http::respond::json_body;
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
+use crate::quotas::{FOLLOW_RETRY_AFTER_SECONDS, FollowSlot};
 use crate::store::api::changes::ChangeScope;
 
 /// Changes one JSON answer holds by default, and at most.
@@ -84,9 +86,12 @@ async fn changes(
     }
     let after = after(&params, &headers)?;
     if stream {
+        // Counted from before the store is read to the stream's end: one
+        // caller holds at most its share of the instance.
+        let slot = follow_slot(&app, &caller)?;
         let follower = app.feed.follow(scope, after).await?;
         let authorization = headers.get(AUTHORIZATION).cloned();
-        return Ok(event_stream(app, follower, authorization));
+        return Ok(event_stream(app, follower, authorization, slot));
     }
     let limit = params.limit(DEFAULT_LIMIT, MAX_LIMIT)? as usize;
     let wait = match params.get("wait") {
@@ -100,6 +105,12 @@ async fn changes(
     };
     // Answered before the request's time runs out.
     let wait = wait.min(app.feed.options().longest_poll);
+    // A poll that waits holds its place as a stream does; one that does
+    // not is an ordinary read (the rate limit's).
+    let _slot = match wait.is_zero() {
+        true => None,
+        false => Some(follow_slot(&app, &caller)?),
+    };
     let read = app.feed.poll(scope, after, limit, wait).await?;
     let body = json!({
         "object": "changes",
@@ -109,6 +120,17 @@ async fn changes(
         "reset": read.reset,
     });
     Ok(json_body(StatusCode::OK, body.to_string().into()))
+}
+
+/// A place among the follows the caller's token and user may hold open
+/// (`--feed-follows-per-token`, `--feed-follows-per-user`), or 429.
+fn follow_slot(app: &AppState, caller: &Principal) -> Result<FollowSlot, ApiError> {
+    app.follows
+        .open(&caller.token_id, &caller.user_id)
+        .map_err(|refusal| ApiError::RateLimited {
+            retry_after_seconds: FOLLOW_RETRY_AFTER_SECONDS,
+            by: Throttle::Follows(refusal),
+        })
 }
 
 /// Whether the client asks for a stream: `text/event-stream` among its
@@ -181,11 +203,20 @@ struct Stream {
     ended: bool,
     heartbeat_at: Instant,
     token_check_at: Instant,
+    /// Its place among the caller's follows, given back when the stream
+    /// ends or its client goes (the body is dropped).
+    _slot: FollowSlot,
 }
 
-fn event_stream(app: AppState, follower: Follower, authorization: Option<HeaderValue>) -> Response {
+fn event_stream(
+    app: AppState,
+    follower: Follower,
+    authorization: Option<HeaderValue>,
+    slot: FollowSlot,
+) -> Response {
     let now = Instant::now();
     let state = Stream {
+        _slot: slot,
         heartbeat_at: now + app.feed.options().heartbeat,
         token_check_at: now + token_check_interval(&app),
         app,

@@ -1,13 +1,15 @@
 //! Who runs which revision (`docs/feed.md`): `POST
 //! /v1/projects/{id}/edges` (reportEdge: an edge tells the revision it
 //! applied, or that it could not) and `GET /v1/projects/{id}/edges`
-//! (listEdges: each edge's last report, by name). Both need only the
-//! right to read the project.
+//! (listEdges: each edge's last report, by name, or those that need
+//! attention first). Both need only the right to read the project.
+//! `DELETE /v1/projects/{id}/edges/{name}` (deleteEdge) removes a report,
+//! for whoever may change the project.
 
-use axum::extract::{RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{delete, get};
 use serde_json::{Value, json};
 
 use super::projects::ProjectId;
@@ -21,26 +23,31 @@ use crate::http::respond::json_body;
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::http::writes::OperationHeaders;
-use crate::store::api::edges::{ListEdges, ReportEdge};
+use crate::store::api::edges::{DeleteEdge, EdgeOrder, ListEdges, ReportEdge};
 
 /// Edges a page holds by default, and at most.
 const DEFAULT_LIMIT: u32 = 100;
 const MAX_LIMIT: u32 = 100;
 
 pub fn routes(state: &AppState) -> Routes {
-    Routes::new().route(
-        "/v1/projects/{id}/edges",
-        authenticated(get(list).post(report), state),
-    )
+    Routes::new()
+        .route(
+            "/v1/projects/{id}/edges",
+            authenticated(get(list).post(report), state),
+        )
+        .route(
+            "/v1/projects/{id}/edges/{name}",
+            authenticated(delete(remove), state),
+        )
 }
 
 /// `POST /v1/projects/{id}/edges`
 async fn report(
     State(app): State<AppState>,
-    Caller(caller): Caller,
+    caller: Caller,
     // For `api-version`; a report takes neither If-Match nor an
     // Idempotency-Key (sending it again changes nothing but its time).
-    _: OperationHeaders,
+    headers: OperationHeaders,
     ProjectId(project_id): ProjectId,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
@@ -60,9 +67,10 @@ async fn report(
     let edge = app
         .store
         .run(ReportEdge {
+            request: headers.write_request(&caller, "reportEdge", None),
             project_id,
-            visible_to: caller.organizations.clone(),
             report,
+            most: app.quotas.edge_reports_per_project,
         })
         .await?;
     let body = serde_json::to_string(&edge).map_err(|_| ApiError::Internal)?;
@@ -76,11 +84,24 @@ async fn list(
     ProjectId(project_id): ProjectId,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = QueryParams::parse(query.as_deref(), &["limit", "start_key"])?;
+    let params = QueryParams::parse(query.as_deref(), &["limit", "start_key", "order"])?;
     let limit = params.limit(DEFAULT_LIMIT, MAX_LIMIT)?;
+    let order = match params.get("order") {
+        None | Some("name") => EdgeOrder::Name,
+        Some("attention") => EdgeOrder::Attention,
+        Some(_) => return Err(ApiError::invalid("order", "must be name or attention")),
+    };
     let start_key = match params.get("start_key") {
         Some(name) if !edge::valid_name(name) => {
             return Err(ApiError::invalid("start_key", edge::NAME_RULE));
+        }
+        // Those that need attention come first as they stand now, which
+        // a cursor by name cannot resume: one page.
+        Some(_) if order == EdgeOrder::Attention => {
+            return Err(ApiError::invalid(
+                "start_key",
+                "is only for order=name (order=attention is one page)",
+            ));
         }
         other => other.map(str::to_owned),
     };
@@ -92,11 +113,35 @@ async fn list(
             visible_to: caller.organizations.clone(),
             limit,
             start_key,
+            order,
         })
         .await?;
     let mut body = json!({"object": "list", "url": url, "has_more": has_more, "data": edges});
-    if let Some(last) = edges.last() {
+    if let (Some(last), EdgeOrder::Name) = (edges.last(), order) {
         body["last_key"] = json!(last.name);
     }
+    Ok(json_body(StatusCode::OK, body.to_string().into()))
+}
+
+/// `DELETE /v1/projects/{id}/edges/{name}`
+async fn remove(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    ProjectId(project_id): ProjectId,
+    Path((_, name)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    if !edge::valid_name(&name) {
+        return Err(ApiError::invalid("name", edge::NAME_RULE));
+    }
+    let request = headers.write_request(&caller, "deleteEdge", None);
+    app.store
+        .run(DeleteEdge {
+            request,
+            project_id,
+            name: name.clone(),
+        })
+        .await?;
+    let body = json!({"object": "edge", "name": name, "deleted": true});
     Ok(json_body(StatusCode::OK, body.to_string().into()))
 }

@@ -191,13 +191,19 @@ async fn get(db: &mut dyn Db, read: &GetApiToken) -> Result<ObjectAnswer, StoreE
 pub struct CreateApiToken {
     pub request: WriteRequest,
     pub token: NewToken,
+    /// Tokens the user may create in an hour (`--tokens-per-user-per-hour`).
+    pub most_per_hour: u32,
 }
 
 operation!(CreateApiToken => create, Write, "create_api_token" -> ObjectAnswer);
 
 async fn create(
     db: &mut dyn Db,
-    CreateApiToken { request, token }: &CreateApiToken,
+    CreateApiToken {
+        request,
+        token,
+        most_per_hour,
+    }: &CreateApiToken,
 ) -> Result<ObjectAnswer, StoreError> {
     transaction!(db, begin_write, {
         let target = Target::OwnTokens;
@@ -209,6 +215,7 @@ async fn create(
             token.created_at,
         )
         .await?;
+        within_hourly_bound(db, &token.user_id, *most_per_hour, token.created_at).await?;
         let stored = insert_token(db, token).await?;
         let answer = answer(&stored)?;
         writes::record(
@@ -226,6 +233,53 @@ async fn create(
         .await?;
         Ok(answer)
     })
+}
+
+/// Refuses a new token when the user created `most` in the last hour,
+/// revoked ones included (creating and revoking again and again would
+/// make a fresh rate-limit bucket each time). Under the user's row lock
+/// (PostgreSQL; SQLite's writes are one at a time): creations at once
+/// cannot pass the bound together. The column set is not a key: SQLite
+/// checks no foreign key for it.
+async fn within_hourly_bound(
+    db: &mut dyn Db,
+    user_id: &str,
+    most: u32,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    const HOUR_MILLIS: i64 = 3_600_000;
+    db.execute(
+        "UPDATE users SET email = email WHERE id = ?1",
+        &[Param::Text(user_id)],
+    )
+    .await?;
+    // The most-th newest of the hour: while it is in the hour, the user
+    // has created `most`; a slot is free when it leaves it.
+    let nth = query_opt(
+        db,
+        "SELECT created_at FROM api_tokens WHERE user_id = ?1 AND created_at > ?2
+          ORDER BY created_at DESC LIMIT 1 OFFSET ?3",
+        &[
+            Param::Text(user_id),
+            Param::Int(now.as_millis() - HOUR_MILLIS),
+            Param::Int(i64::from(most) - 1),
+        ],
+        |row| row.int(0),
+    )
+    .await?;
+    match nth {
+        None => Ok(()),
+        Some(created_at) => {
+            let wait = created_at + HOUR_MILLIS - now.as_millis();
+            Err(StoreError::TooManyNewTokens {
+                most,
+                retry_after_seconds: u64::try_from(wait.max(0))
+                    .unwrap_or(0)
+                    .div_ceil(1000)
+                    .max(1),
+            })
+        }
+    }
 }
 
 /// deleteApiToken: revokes one of the caller's tokens.

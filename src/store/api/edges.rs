@@ -1,22 +1,33 @@
 //! What edges report of a project (`docs/feed.md`, "Who runs which
 //! revision"): each edge's last report, kept by project and edge name.
 //! Reporting needs only the right to read the project: an edge follows
-//! the project with a token that reads it.
+//! the project with a token that reads it. Removing a report needs the
+//! right to change the project. A project keeps a bounded number of
+//! reports: a new name past the bound replaces the oldest stale report,
+//! or is refused when none is stale.
 
 use super::readable::{Deleted, readable_project};
-use crate::domain::edge::{Edge, EdgeReport, EdgeStatus, EdgeTag};
+use super::request::WriteRequest;
+use super::writes::{self, Change, Target};
+use crate::domain::FieldError;
+use crate::domain::access::Action;
+use crate::domain::edge::{Edge, EdgeReport, EdgeStatus, EdgeTag, STALE_AFTER_SECONDS};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
 use crate::store::operation::operation;
-use crate::store::sql::db::{Db, Param, Row, query_all, transaction};
+use crate::store::sql::db::{Db, Param, Row, exists, query_all, query_opt, transaction};
 
 /// An edge's report on a project.
 #[derive(Clone, Debug)]
 pub struct ReportEdge {
+    /// Whose token reports: checked as stored now, in the report's own
+    /// transaction, as every write's is.
+    pub request: WriteRequest,
     pub project_id: String,
-    pub visible_to: OrganizationSet,
     pub report: EdgeReport,
+    /// Reports the project keeps at most (`--edge-reports-per-project`).
+    pub most: u32,
 }
 
 operation!(ReportEdge => report, Write, "report_edge" -> Edge);
@@ -24,9 +35,28 @@ operation!(ReportEdge => report, Write, "report_edge" -> Edge);
 async fn report(db: &mut dyn Db, query: &ReportEdge) -> Result<Edge, StoreError> {
     let now = Timestamp::now();
     let report = &query.report;
+    let project = Param::Text(&query.project_id);
+    let name = Param::Text(&report.name);
     transaction!(db, begin_write, {
-        let visible_to = Some(&query.visible_to);
-        readable_project(db, visible_to, &query.project_id, Deleted::Excluded).await?;
+        // A token revoked a moment ago reports nothing, whatever the
+        // token cache holds; an unknown project and one the caller may not
+        // read cost the same one statement.
+        let target = Target::Project(&query.project_id);
+        let organization = writes::authorize(db, &query.request, Action::ReadProjects, target, now)
+            .await?
+            .ok_or_else(|| no_such("project"))?;
+        let revision = Param::Int(report.revision.into());
+        let sql = "SELECT 1 FROM proxy_settings WHERE project_id = ?1 AND revision = ?2";
+        if !exists(db, sql, &[project, revision]).await? {
+            return Err(StoreError::Invalid(FieldError::new(
+                "revision",
+                "must be a revision of the project",
+            )));
+        }
+        let sql = "SELECT 1 FROM edge_reports WHERE project_id = ?1 AND name = ?2";
+        if !exists(db, sql, &[project, name]).await? {
+            make_room(db, query, &organization, now).await?;
+        }
         db.execute(
             "INSERT INTO edge_reports (project_id, name, revision, status, error, reported_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -34,8 +64,8 @@ async fn report(db: &mut dyn Db, query: &ReportEdge) -> Result<Edge, StoreError>
              SET revision = excluded.revision, status = excluded.status,
                  error = excluded.error, reported_at = excluded.reported_at",
             &[
-                Param::Text(&query.project_id),
-                Param::Text(&report.name),
+                project,
+                name,
                 Param::Int(report.revision.into()),
                 Param::Text(report.status.as_str()),
                 Param::Text(report.error.as_deref().unwrap_or_default()),
@@ -55,6 +85,104 @@ async fn report(db: &mut dyn Db, query: &ReportEdge) -> Result<Edge, StoreError>
     })
 }
 
+/// Room for one more report on the project: when it keeps its most, the
+/// oldest stale reports go (what no edge reports any more); with none
+/// stale, the new name is refused (409), and the live edges stay in view.
+/// Counted under the organization's lock: new names reported at once
+/// cannot pass the bound together. Only a new name pays for it.
+async fn make_room(
+    db: &mut dyn Db,
+    query: &ReportEdge,
+    organization: &str,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    writes::lock_organization(db, organization).await?;
+    let project = Param::Text(&query.project_id);
+    let sql = "SELECT COUNT(*) FROM edge_reports WHERE project_id = ?1";
+    let kept = query_opt(db, sql, &[project], |row| row.int(0))
+        .await?
+        .unwrap_or(0);
+    let over = kept - i64::from(query.most) + 1;
+    if over <= 0 {
+        return Ok(());
+    }
+    let stale_before = now.as_millis() - STALE_AFTER_SECONDS * 1000;
+    let gone = db
+        .execute(
+            "DELETE FROM edge_reports WHERE project_id = ?1 AND name IN
+               (SELECT name FROM edge_reports WHERE project_id = ?1 AND reported_at < ?2
+                 ORDER BY reported_at, name LIMIT ?3)",
+            &[project, Param::Int(stale_before), Param::Int(over)],
+        )
+        .await?;
+    if (gone as i64) < over {
+        return Err(StoreError::Conflict(format!(
+            "the project keeps at most {} edge reports and too few are stale to make room: \
+             remove one first",
+            query.most
+        )));
+    }
+    Ok(())
+}
+
+/// Removes an edge's report (deleteEdge), for a caller who may change the
+/// project: 404 for an unknown or invisible project, 403 for a role that
+/// may not change it, 404 for a name with no report. Audited.
+#[derive(Clone, Debug)]
+pub struct DeleteEdge {
+    pub request: WriteRequest,
+    pub project_id: String,
+    pub name: String,
+}
+
+operation!(DeleteEdge => delete, Write, "delete_edge" -> ());
+
+async fn delete(db: &mut dyn Db, query: &DeleteEdge) -> Result<(), StoreError> {
+    let now = Timestamp::now();
+    transaction!(db, begin_write, {
+        let target = Target::Project(&query.project_id);
+        writes::authorize(db, &query.request, Action::ChangeProjects, target, now)
+            .await?
+            .ok_or_else(|| no_such("project"))?;
+        let gone = db
+            .execute(
+                "DELETE FROM edge_reports WHERE project_id = ?1 AND name = ?2",
+                &[Param::Text(&query.project_id), Param::Text(&query.name)],
+            )
+            .await?;
+        if gone == 0 {
+            return Err(no_such("edge"));
+        }
+        let object_id = format!("{}/{}", query.project_id, query.name);
+        let change = Change {
+            object: "edge",
+            object_id: &object_id,
+            version_before: None,
+            version_after: None,
+            feed: None,
+        };
+        writes::record(db, &query.request, now, change).await
+    })
+}
+
+fn no_such(kind: &'static str) -> StoreError {
+    StoreError::NotFound {
+        kind,
+        id: String::new(),
+    }
+}
+
+/// Removes a project's reports, in the transaction that deletes it: they
+/// go with their project.
+pub(crate) async fn remove_all(db: &mut dyn Db, project_id: &str) -> Result<(), StoreError> {
+    db.execute(
+        "DELETE FROM edge_reports WHERE project_id = ?1",
+        &[Param::Text(project_id)],
+    )
+    .await?;
+    Ok(())
+}
+
 /// A page of a project's edges, by name: at most `limit` after
 /// `start_key` (an edge's name), and whether more follow.
 #[derive(Clone, Debug)]
@@ -63,6 +191,18 @@ pub struct ListEdges {
     pub visible_to: OrganizationSet,
     pub limit: u32,
     pub start_key: Option<String>,
+    pub order: EdgeOrder,
+}
+
+/// How a page of edges is ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeOrder {
+    /// By name (pages by `start_key`).
+    Name,
+    /// Those that need attention first, as they stand now: failed, then
+    /// stale, then the rest, each by name; one page. What a reader is
+    /// shown whatever names the edges chose.
+    Attention,
 }
 
 operation!(ListEdges => list, Read, "list_edges" -> (Vec<Edge>, bool));
@@ -82,10 +222,23 @@ async fn list(db: &mut dyn Db, query: &ListEdges) -> Result<(Vec<Edge>, bool), S
         };
         let fetch = i64::from(query.limit) + 1;
         params.push(Param::Int(fetch));
+        let limit_at = params.len();
+        let stale_before = now.as_millis() - STALE_AFTER_SECONDS * 1000;
+        let order = match query.order {
+            EdgeOrder::Name => "name".to_owned(),
+            EdgeOrder::Attention => {
+                params.push(Param::Int(stale_before));
+                // As `Edge::is_stale` says it: stale past the bound.
+                format!(
+                    "CASE WHEN reported_at < ?{} THEN 1 WHEN status = 'failed' THEN 0 ELSE 2 END,
+                     name",
+                    params.len()
+                )
+            }
+        };
         let sql = format!(
             "SELECT name, revision, status, error, reported_at FROM edge_reports
-              WHERE project_id = ?1{after} ORDER BY name LIMIT ?{}",
-            params.len()
+              WHERE project_id = ?1{after} ORDER BY {order} LIMIT ?{limit_at}"
         );
         let edges = query_all(db, &sql, &params, |row| edge(row, now)).await?;
         Ok((edges, fetch))

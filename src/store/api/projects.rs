@@ -344,6 +344,7 @@ async fn delete(
             revision: None,
         };
         writes::record_update(db, request, now, changed, version, fed).await?;
+        super::edges::remove_all(db, id).await?;
         let body = to_json(&serde_json::json!({"object": "project", "id": id, "deleted": true}))?;
         Ok(ObjectAnswer {
             body,

@@ -316,6 +316,7 @@ async fn remove_project(
             kind: "project",
             id: project_id.to_owned(),
         })?;
+        crate::store::api::edges::remove_all(db, project_id).await?;
         changes::record(
             db,
             ChangeKind::ProjectDeleted,

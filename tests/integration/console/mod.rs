@@ -322,6 +322,29 @@ async fn revisions_compare_side_by_side_and_only_editors_activate() {
         browser.texts("li[data-revision='2'] .edge.failed").await,
         ["Failed on edge-c: haproxy: no server"]
     );
+    // Names chosen to sort first do not push the failed edge out of view,
+    // and the words stay bounded (issue 44: 88,844 characters of summary).
+    for i in 0..120 {
+        let report = json!({"name": format!("aaa-{i:03}"), "revision": 3, "status": "applied"});
+        let path = "/v1/projects/acme-shop/edges";
+        let (status, body) = api(&server, reqwest::Method::POST, path, &token, report).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    browser.visit("/console#/projects").await;
+    browser.visit("/console#/projects/acme-shop").await;
+    browser.element("ol.timeline").await;
+    let summary = browser.text("#revisions .edges-summary").await;
+    assert!(
+        summary.contains("1 failed on 2: haproxy: no server") && summary.len() < 300,
+        "{summary}"
+    );
+    assert_eq!(
+        browser.texts("li[data-revision='2'] .edge.failed").await,
+        ["Failed on edge-c: haproxy: no server"]
+    );
+    let shown = browser.texts("li[data-revision='3'] .edge").await;
+    assert_eq!(shown.len(), 6, "{shown:?}");
+    assert!(shown[5].starts_with("and "), "{shown:?}");
     assert_eq!(
         browser.texts("ol.timeline li .revision-head strong").await,
         ["Revision 3", "Revision 2", "Revision 1"]

@@ -84,6 +84,10 @@ async fn every_listing_answer_validates_and_covers_the_document() {
             EDGES,
             "/v1/projects/p-moved/edges?limit=1&start_key=edge-a".into(),
         ),
+        (
+            EDGES,
+            "/v1/projects/p-moved/edges?order=attention&limit=2".into(),
+        ),
         (CHANGES, "/v1/changes".into()),
         (CHANGES, "/v1/changes?after=0&limit=1000&wait=0s".into()),
         (CHANGES, "/v1/changes?after=99999999".into()),
@@ -149,6 +153,7 @@ async fn every_listing_answer_validates_and_covers_the_document() {
                 && !name.ends_with("Input")
                 && ![
                     "DeletedProject",
+                    "DeletedEdge",
                     "CreatedApiToken",
                     "DeletedApiToken",
                     "ProxySettingsDryRun",

@@ -1,5 +1,5 @@
-//! Real answers of the token and proxy-settings operations, successes and
-//! errors, against the document.
+//! Real answers of the token and proxy-settings operations (and
+//! deleteEdge), successes and errors, against the document.
 
 use crate::openapi_contract::escape;
 
@@ -40,8 +40,12 @@ async fn token_and_proxy_settings_answers_validate() {
         let schema = contract.json_schema_of(&documented);
         contract.assert_valid(&schema, &answer.1, &what);
         shapes.borrow_mut().record(&contract, &schema, &answer.1);
-        // A dry run is no stored object: it has no version.
-        if status == 200 && answer.1["object"] != "proxy_settings_dry_run" {
+        // A dry run is no stored object, nor is a removed edge report:
+        // they have no version.
+        if status == 200
+            && !["proxy_settings_dry_run", "edge"]
+                .contains(&answer.1["object"].as_str().unwrap_or_default())
+        {
             let tag = answer.2.expect("an ETag");
             contract.assert_header_valid(&format!("{documented}/headers/ETag"), &tag, &what);
         }
@@ -207,8 +211,29 @@ async fn token_and_proxy_settings_answers_validate() {
         400,
         send(&app, Method::POST, path, &token, &[], Some(&active)).await,
     );
+    // deleteEdge: a report on p1's first revision, removed; again (404);
+    // by a member (403).
+    let report = json!({"name": "edge-1", "revision": 1, "status": "applied"});
+    let path = "/v1/projects/p1/edges";
+    assert_eq!(
+        send(&app, Method::POST, path, &token, &[], Some(&report))
+            .await
+            .0,
+        200
+    );
+    let one_edge = "/v1/projects/{id}/edges/{name}";
+    let path = "/v1/projects/p1/edges/edge-1";
+    for (caller, status) in [(&token, 200), (&token, 404), (&member, 403)] {
+        check(
+            "delete",
+            one_edge,
+            status,
+            send(&app, Method::DELETE, path, caller, &[], None).await,
+        );
+    }
     let shapes = shapes.into_inner();
     for reached in [
+        "DeletedEdge",
         "CreatedApiToken",
         "DeletedApiToken",
         "ApiToken",

@@ -95,3 +95,33 @@ async fn edges_print_as_the_other_listings_do() {
     assert!(out.status.success(), "{out:#?}");
     assert_eq!(out.stdout, format!("{summary}\n{rest}"));
 }
+
+/// `proxy-settings delete-edge PROJECT EDGE --yes` removes a report
+/// (deleteEdge); without `--yes` and no terminal it asks no one and
+/// removes nothing; a name with no report is the service's 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_edge_removes_a_report() {
+    let (app, token, cwd) = served().await;
+    let run = |args: &[&str]| client(&app, &token, cwd.path(), args);
+    let out = run(&["proxy-settings", "delete-edge", "site", "edge-007"]);
+    assert!(!out.status.success(), "{out:#?}");
+    assert!(out.stderr.contains("--yes"), "{out:#?}");
+    let out = run(&["proxy-settings", "delete-edge", "site", "edge-007", "--yes"]);
+    assert!(out.status.success(), "{out:#?}");
+    assert_eq!(
+        out.json(),
+        json!({"object": "edge", "name": "edge-007", "deleted": true})
+    );
+    let names: Vec<Value> = run(&["proxy-settings", "edges", "site", "--json", "name"])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|edge| edge["name"].clone())
+        .collect();
+    assert_eq!(names.len(), 149);
+    assert!(!names.contains(&json!("edge-007")));
+    let out = run(&["proxy-settings", "delete-edge", "site", "edge-007", "--yes"]);
+    assert!(!out.status.success(), "{out:#?}");
+    assert!(out.stderr.contains("no such edge"), "{out:#?}");
+}
