@@ -18,6 +18,7 @@ pub mod feed;
 pub mod http;
 pub mod metrics;
 pub mod rate_limit;
+mod shared_redis;
 pub mod store;
 pub mod telemetry;
 
