@@ -470,5 +470,4 @@ async fn a_redis_urls_password_never_reaches_a_log_line() {
         })
         .await;
     assert!(!log.contains(password), "{log}");
-
 }

@@ -124,13 +124,12 @@ impl Replicas {
         };
         let count = self.replicas.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let chosen = (0..count)
+        (0..count)
             .map(|i| &self.replicas[(start + i) % count])
             .find(|replica| {
                 replica.usable.load(Ordering::Relaxed)
                     && replica.replayed.load(Ordering::Relaxed) >= least
-            });
-        chosen
+            })
     }
 
     /// What the reads of `caller` must see: its last write, if it is
