@@ -19,6 +19,7 @@ pub mod http;
 pub mod metrics;
 pub mod quotas;
 pub mod rate_limit;
+mod shared_redis;
 pub mod store;
 pub mod telemetry;
 

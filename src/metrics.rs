@@ -219,7 +219,7 @@ fn describe() {
     );
     describe_counter!(
         READS_SERVED,
-        "With read replicas: reads sent to a replica (server=replica) or to the primary because none was current enough (server=primary)."
+        "With read replicas: reads a replica answered (server=replica), and reads that could have gone to one that the primary answered (server=primary: none was current enough, none answers, or the one chosen failed the read)."
     );
     describe_gauge!(
         BUILD_INFO,
@@ -240,6 +240,9 @@ pub struct PoolUse {
     /// Which pool: `reader` or `writer` on SQLite; `shared` or `exclusive`
     /// on PostgreSQL.
     pub pool: &'static str,
+    /// The read replica whose pool it is (its `host:port` or socket);
+    /// `None` for the primary's (and SQLite's).
+    pub replica: Option<String>,
     /// Most connections the pool keeps.
     pub max_size: usize,
     pub idle: usize,
@@ -266,12 +269,22 @@ pub fn render(pools: &[PoolUse], replicas: &[ReplicaUse]) -> String {
     recorder.process.collect();
     let prometheus = &recorder.prometheus;
     for pool in pools {
-        let name = pool.pool;
-        gauge!(POOL_SIZE, "pool" => name).set(pool.max_size as f64);
-        gauge!(POOL_CONNECTIONS, "pool" => name, "state" => "idle").set(pool.idle as f64);
-        gauge!(POOL_CONNECTIONS, "pool" => name, "state" => "in_use").set(pool.in_use as f64);
+        // A replica's pools carry its name; the primary's have no
+        // `replica` label, as before replicas were read from.
+        let mut labels = vec![::metrics::Label::new("pool", pool.pool)];
+        if let Some(replica) = &pool.replica {
+            labels.push(::metrics::Label::new("replica", replica.clone()));
+        }
+        let with_state = |state: &'static str| {
+            let mut labels = labels.clone();
+            labels.push(::metrics::Label::new("state", state));
+            labels
+        };
+        gauge!(POOL_SIZE, labels.clone()).set(pool.max_size as f64);
+        gauge!(POOL_CONNECTIONS, with_state("idle")).set(pool.idle as f64);
+        gauge!(POOL_CONNECTIONS, with_state("in_use")).set(pool.in_use as f64);
         if let Some(waiting) = pool.waiting {
-            gauge!(POOL_WAITING, "pool" => name).set(waiting as f64);
+            gauge!(POOL_WAITING, labels).set(waiting as f64);
         }
     }
     for replica in replicas {
@@ -379,7 +392,8 @@ pub fn shared_reads(operation: &'static str) -> Counter {
     counter!(SHARED_READS, "operation" => operation)
 }
 
-/// A read that could go to a replica went to one, or to the primary.
+/// A read that could go to a replica was answered by one, or by the
+/// primary.
 pub fn read_served(by_replica: bool) {
     recorder();
     let server = if by_replica { "replica" } else { "primary" };

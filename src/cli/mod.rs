@@ -384,6 +384,14 @@ struct ServeArgs {
         value_name = "URL"
     )]
     replica_positions_redis: Option<String>,
+    /// Read the replica positions' Redis's password from this file (its
+    /// one line).
+    #[arg(
+        long,
+        env = "PROXYDECK_REPLICA_POSITIONS_REDIS_PASSWORD_FILE",
+        value_name = "FILE"
+    )]
+    replica_positions_redis_password_file: Option<PathBuf>,
 }
 
 /// `HOST:PORT`, checked for its form only, so that `config check` and a
@@ -461,7 +469,14 @@ impl ServeArgs {
                 effective,
             )?);
         }
+        let password_file = self.replica_positions_redis_password_file.as_deref();
         let positions_redis = match self.replica_positions_redis.as_deref() {
+            None if password_file.is_some() => {
+                return Err(refuse(
+                    "replica-positions-redis-password-file",
+                    "--replica-positions-redis-password-file: there is no --replica-positions-redis to give it to".into(),
+                ));
+            }
             None => None,
             Some(_) if urls.is_empty() => {
                 return Err(refuse(
@@ -470,13 +485,20 @@ impl ServeArgs {
                 ));
             }
             Some(url) => {
-                RedisUrl::parse(url).map_err(|why| {
+                // The URL is not repeated: it may hold a password.
+                let url = url_with_password_file(
+                    url,
+                    password_file,
+                    "replica-positions-redis-password-file",
+                    effective,
+                )?;
+                RedisUrl::parse(&url).map_err(|why| {
                     refuse(
                         "replica-positions-redis",
                         format!("--replica-positions-redis {why}"),
                     )
                 })?;
-                Some(url.to_owned())
+                Some(url)
             }
         };
         Ok(Replicas {

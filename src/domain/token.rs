@@ -76,22 +76,55 @@ pub fn may_hold_a_token(text: &[u8]) -> bool {
 }
 
 /// `text` with each run of the prefix and the base62 characters after it
-/// (a token, whole, cut short or mistyped) replaced by [`REDACTED`].
+/// (a token, whole, cut short or mistyped) replaced by [`REDACTED`]. The
+/// prefix in any case (`PXD_`) and with its `_` percent-encoded
+/// (`pxd%5F`, as a URL's query carries it) counts too.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    if !may_hold_a_token(text.as_bytes()) {
+    let Some(first) = prefix_at(text.as_bytes(), 0) else {
         return Cow::Borrowed(text);
-    }
+    };
+    let bytes = text.as_bytes();
     let mut redacted = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(TOKEN_PREFIX) {
-        let after = &rest[at + TOKEN_PREFIX.len()..];
-        let secret = after.bytes().take_while(u8::is_ascii_alphanumeric).count();
-        redacted.push_str(&rest[..at]);
-        redacted.push_str(if secret == 0 { TOKEN_PREFIX } else { REDACTED });
-        rest = &after[secret..];
+    let (mut copied, mut next) = (0, Some(first));
+    while let Some((at, prefix_len)) = next {
+        let start = at + prefix_len;
+        let secret = bytes[start..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .count();
+        // The prefix and what it is made of are ASCII: `at` and `start`
+        // are character boundaries.
+        redacted.push_str(&text[copied..at]);
+        redacted.push_str(if secret == 0 {
+            &text[at..start]
+        } else {
+            REDACTED
+        });
+        copied = start + secret;
+        next = prefix_at(bytes, copied);
     }
-    redacted.push_str(rest);
+    redacted.push_str(&text[copied..]);
     Cow::Owned(redacted)
+}
+
+/// The first token prefix at or after `from`, in any case, its `_` plain
+/// or percent-encoded: where it starts and how long it is.
+fn prefix_at(text: &[u8], from: usize) -> Option<(usize, usize)> {
+    let stem = &TOKEN_PREFIX.as_bytes()[..TOKEN_PREFIX.len() - 1];
+    (from..text.len()).find_map(|at| {
+        let rest = &text[at..];
+        if rest.len() < stem.len() + 1 || !rest[..stem.len()].eq_ignore_ascii_case(stem) {
+            return None;
+        }
+        let after = &rest[stem.len()..];
+        if after[0] == b'_' {
+            Some((at, stem.len() + 1))
+        } else if after.len() >= 3 && after[..3].eq_ignore_ascii_case(b"%5f") {
+            Some((at, stem.len() + 3))
+        } else {
+            None
+        }
+    })
 }
 
 fn checksum(body: &str) -> [u8; CHECKSUM_LEN] {
@@ -160,6 +193,17 @@ mod tests {
         assert!(matches!(redact("no token here"), Cow::Borrowed(_)));
         assert_eq!(redact(REDACTED), REDACTED);
         assert!(may_hold_a_token(token.as_bytes()) && !may_hold_a_token(b"pxd-1"));
+    }
+
+    #[test]
+    fn redaction_finds_the_prefix_in_any_case_and_percent_encoded() {
+        let secret = &generate()[TOKEN_PREFIX.len()..];
+        let text = format!("PXD_{secret} ?t=pxd%5F{secret}&u=Pxd%5f{secret} é pxd%5F pXd_");
+        assert_eq!(
+            redact(&text),
+            format!("{REDACTED} ?t={REDACTED}&u={REDACTED} é pxd%5F pXd_")
+        );
+        assert!(matches!(redact("pxd%5 pxd- é"), Cow::Borrowed(_)));
     }
 
     #[test]

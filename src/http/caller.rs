@@ -28,11 +28,7 @@ pub struct Caller(pub Arc<Principal>);
 /// Authenticates, then meters, a listing request (see the module doc).
 /// Requests that fail authentication are not counted: there is no token
 /// to count them against.
-pub async fn authenticate(
-    State(app): State<AppState>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+pub async fn authenticate(State(app): State<AppState>, request: Request, next: Next) -> Response {
     let address = app
         .failures
         .as_ref()
@@ -45,17 +41,12 @@ pub async fn authenticate(
     if let Some(note) = request.extensions().get::<CallerNote>() {
         note.record(&principal);
     }
-    // The store's work for the request is the caller's: its reads see
-    // its own writes (store/caller.rs).
-    let caller: Arc<str> = principal.user_id.as_str().into();
     let Some(metering) = &app.metering else {
-        request.extensions_mut().insert(Authenticated(principal));
-        return store::for_caller(caller, next.run(request)).await;
+        return run_as(principal, &app, request, next).await;
     };
     let verdict = metering.limiter.check(&principal.token_id).await;
     let mut response = if verdict.allowed {
-        request.extensions_mut().insert(Authenticated(principal));
-        store::for_caller(caller, next.run(request)).await
+        run_as(principal, &app, request, next).await
     } else {
         crate::metrics::rate_limit_rejected();
         ApiError::RateLimited {
@@ -66,6 +57,26 @@ pub async fn authenticate(
     };
     metering.write_headers(response.headers_mut(), &verdict);
     response
+}
+
+/// Runs the request's handler for `principal`; when the store reads from
+/// replicas, its work as the caller's, so that its reads see its own
+/// writes (store/caller.rs). Without them nothing is kept per caller.
+async fn run_as(
+    principal: Arc<Principal>,
+    app: &AppState,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let caller: Option<Arc<str>> = app
+        .store
+        .follows_callers()
+        .then(|| principal.user_id.as_str().into());
+    request.extensions_mut().insert(Authenticated(principal));
+    match caller {
+        Some(caller) => store::for_caller(caller, next.run(request)).await,
+        None => next.run(request).await,
+    }
 }
 
 async fn principal(

@@ -70,6 +70,12 @@ pub trait Driver: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Whether the driver keeps each caller's last write for its reads
+    /// (`caller.rs`): only then does a request run as its caller's.
+    fn follows_callers(&self) -> bool {
+        false
+    }
+
     /// What the current request's reads must see (`caller.rs`): `Any`
     /// unless the driver keeps copies and the caller wrote lately.
     fn freshness(self: &Arc<Self>) -> impl Future<Output = Freshness> + Send {

@@ -131,4 +131,8 @@ impl<D: Driver> Engine<D> {
     pub fn replica_use(&self) -> Vec<ReplicaUse> {
         self.driver.replica_use()
     }
+
+    pub fn follows_callers(&self) -> bool {
+        self.driver.follows_callers()
+    }
 }

@@ -99,6 +99,13 @@ impl Store {
     pub fn replica_use(&self) -> Vec<ReplicaUse> {
         on_engine!(self, engine => engine.replica_use())
     }
+
+    /// Whether a request's store work must run as its caller's
+    /// ([`for_caller`]): only when reads go to replicas, so that a caller
+    /// reads its own writes; otherwise nothing pays for it.
+    pub fn follows_callers(&self) -> bool {
+        on_engine!(self, engine => engine.follows_callers())
+    }
 }
 
 /// Where the data lives, parsed from `--database`. The text may hold a

@@ -362,3 +362,31 @@ async fn new_names_at_once_pass_the_bound_no_further() {
         3
     );
 }
+
+/// A token an edge's tool printed in its error is not kept: whole, cut
+/// short, upper-cased (`PXD_...`) or percent-encoded as a URL carries it
+/// (`pxd%5F...`).
+#[tokio::test]
+async fn a_token_in_a_failed_reports_error_is_not_kept_in_any_spelling() {
+    require!(BACKEND);
+    let (app, u1, _) = fixture().await;
+    let secret = &u1["pxd_".len()..];
+    let error = format!(
+        "curl -H 'Authorization: Bearer {u1}' failed; GET /x?token=pxd%5F{secret} \
+         and ?t=PXD%5f{secret}; echo PXD_{secret} | cut -c1-9: PXD_{short}",
+        short = &secret[..5]
+    );
+    let body = json!({"name": "edge-a", "revision": 1, "status": "failed", "error": error});
+    let (status, edge) = report(&app, &u1, "p1", body).await;
+    assert_eq!(status, 200, "{edge}");
+    let (_, page) = app.get_json("/v1/projects/p1/edges", &u1).await;
+    for kept in [&edge["error"], &page["data"][0]["error"]] {
+        let kept = kept.as_str().expect("the error is kept");
+        assert!(!kept.contains(&secret[..5]), "{kept}");
+        assert_eq!(kept.matches("pxd_…(redacted)").count(), 5, "{kept}");
+        assert!(
+            kept.starts_with("curl -H 'Authorization: Bearer "),
+            "{kept}"
+        );
+    }
+}

@@ -295,3 +295,27 @@ async fn instances_flushing_the_same_tokens_at_once_never_deadlock() {
         assert_eq!(stored, Some(latest), "{}", token.name);
     }
 }
+
+/// A restarted instance opens its store with the options it was opened
+/// with (here a pool size other than the default), not the suite's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_opens_the_store_with_its_own_options() {
+    require!(BACKEND);
+    let store_options = proxydeck::store::StoreOptions {
+        pool_size: 3,
+        ..suite_store_options()
+    };
+    assert_ne!(suite_store_options().pool_size, 3);
+    let app = TestApp::spawn_with(BACKEND, test_options(), store_options).await;
+    let sizes = |app: &TestApp| -> Vec<(&'static str, usize)> {
+        let pools = app.store.pool_use();
+        pools
+            .iter()
+            .map(|pool| (pool.pool, pool.max_size))
+            .collect()
+    };
+    let before = sizes(&app);
+    let app = app.restart().await;
+    assert_eq!(sizes(&app), before);
+    assert_eq!(app.store_options.pool_size, 3);
+}

@@ -7,9 +7,11 @@
 
 use std::time::{Duration, Instant};
 
+use proxydeck::rate_limit::redis::{CALL_TIMEOUT, RETRY_INTERVAL};
 use proxydeck::store::{DatabaseUrl, Replicas, StoreOptions};
 use serde_json::{Value, json};
 
+use crate::binary::*;
 use crate::helpers::*;
 use crate::postgres_cluster::PrivateCluster;
 
@@ -285,4 +287,187 @@ async fn assert_read_from_again(setup: &Setup, slug: &str) {
 
 async fn until_not_read_from(app: &TestApp) {
     until("the replica is not read from", || !reads_from_replica(app)).await;
+}
+
+/// `proxydeck_db_reads_total{server=...}` of this process.
+fn reads_by(server: &str) -> f64 {
+    metric(&format!("proxydeck_db_reads_total{{server=\"{server}\"}}"))
+}
+
+/// A read the replica fails (here: its copy lacks the table, renamed on
+/// the primary and replayed, then named back while its replay is paused)
+/// is answered by the primary and counted as the primary's; a read the
+/// replica answers is the replica's. The replica's pools are in the pool
+/// metrics, named for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_the_replica_fails_is_counted_as_the_primarys_and_its_pools_are_shown() {
+    let Some(setup) = setup(Duration::from_secs(60), None).await else {
+        return;
+    };
+    let Setup {
+        _primary: primary,
+        app,
+        replica,
+        u2,
+        ..
+    } = &setup;
+    let (primary_url, replica_url) = (primary.cluster.url(), replica.cluster.url());
+    postgres_admin(
+        &primary_url,
+        "ALTER TABLE projects RENAME TO projects_hidden",
+    );
+    until("the replica replays the rename", || {
+        postgres_count(
+            &replica_url,
+            "SELECT count(*) FROM pg_class WHERE relname = 'projects_hidden'",
+        ) == 1
+    })
+    .await;
+    pause_replay(replica);
+    postgres_admin(
+        &primary_url,
+        "ALTER TABLE projects_hidden RENAME TO projects",
+    );
+
+    let (replica_before, primary_before) = (reads_by("replica"), reads_by("primary"));
+    let (status, body) = app.get_json("/v1/projects", u2).await;
+    assert_eq!(status, 200, "the primary answers: {body}");
+    assert_eq!(
+        (reads_by("replica"), reads_by("primary")),
+        (replica_before, primary_before + 1.0),
+        "the read the replica failed is the primary's"
+    );
+
+    resume_replay(replica);
+    until("the replica replays the name back", || {
+        postgres_count(
+            &replica_url,
+            "SELECT count(*) FROM pg_class WHERE relname = 'projects'",
+        ) == 1
+    })
+    .await;
+    until("the replica is read from", || reads_from_replica(app)).await;
+    let (replica_before, primary_before) = (reads_by("replica"), reads_by("primary"));
+    let (status, body) = app.get_json("/v1/projects", u2).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (reads_by("replica"), reads_by("primary")),
+        (replica_before + 1.0, primary_before),
+        "the replica answered"
+    );
+
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .expect("the metrics answer")
+        .text()
+        .await
+        .expect("a text");
+    let replica_label = format!("replica=\"{}/.s.PGSQL.5432\"", replica.dir.display());
+    for pool in ["shared", "exclusive"] {
+        let size = metrics.lines().find(|line| {
+            line.starts_with("proxydeck_db_pool_size{")
+                && line.contains(&format!("pool=\"{pool}\""))
+                && line.contains(&replica_label)
+        });
+        assert!(size.is_some(), "no {pool} pool of the replica: {metrics}");
+    }
+}
+
+/// The service on a PostgreSQL schema with a "replica" that is its own
+/// primary (not a standby: never read from) and the replica positions in
+/// the Redis at `positions_redis`: every authenticated read asks that
+/// Redis for its caller's last write.
+async fn with_positions_redis(positions_redis: &str) -> (TestApp, String) {
+    let base = postgres_base_url().expect("PostgreSQL (require! it first)");
+    let store_options = StoreOptions {
+        replicas: Replicas {
+            urls: vec![base.to_owned()],
+            max_lag: Duration::from_secs(5),
+            positions_redis: Some(positions_redis.to_owned()),
+        },
+        ..suite_store_options()
+    };
+    let app = TestApp::spawn_with(Backend::Postgres, test_options(), store_options).await;
+    app.seed(vec![org(1), user("u1", &[1])]).await;
+    let token = app.token("u1").await;
+    (app, token)
+}
+
+/// A positions' Redis that accepts connections and never answers (as one
+/// dropping packets does) costs one read the call's bound, not every
+/// read: while it fails, one read a retry interval tries it again and the
+/// others go to the primary at once, as the rate limiter does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_positions_redis_costs_one_short_wait_per_retry_interval() {
+    require!(Backend::Postgres);
+    let (port, _server) = crate::rate_limits::silent_server().await;
+    let (app, token) = with_positions_redis(&format!("redis://127.0.0.1:{port}")).await;
+    let slow_reads = |count: usize| {
+        let (app, token) = (&app, &token);
+        async move {
+            let mut slow = 0;
+            for _ in 0..count {
+                let started = Instant::now();
+                let (status, body) = app.get_json("/v1/projects", token).await;
+                assert_eq!(status, 200, "{body}");
+                if started.elapsed() >= CALL_TIMEOUT {
+                    slow += 1;
+                }
+            }
+            slow
+        }
+    };
+    // One read waited for Redis; the others, within the retry interval
+    // (the service's clock stands still), did not (a loaded machine may
+    // add one more).
+    let slow = slow_reads(10).await;
+    assert!((1..=2).contains(&slow), "{slow} of 10 reads waited");
+    // A retry interval later, one read tries Redis again.
+    app.clock.advance(RETRY_INTERVAL);
+    let slow = slow_reads(5).await;
+    assert!((1..=2).contains(&slow), "{slow} of 5 reads waited");
+}
+
+/// A Redis URL's password (here from the password files, refused by the
+/// local Redis, which has none) reaches no log line of the binary: not
+/// the replica positions' Redis's, not the rate limit's, whose failures
+/// are logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_urls_password_never_reaches_a_log_line() {
+    require!(Backend::Postgres);
+    if crate::rate_limits::redis_unavailable() {
+        return;
+    }
+    let sandbox = Sandbox::on(Backend::Postgres);
+    let secret = sandbox.directory(1, "u1");
+    // Letters and digits: percent-encoding in the URL leaves it as it is.
+    let password = "hunter2redispass";
+    let file = sandbox.path().join("redis-password");
+    std::fs::write(&file, format!("{password}\n")).expect("the file is written");
+    let file = file.display().to_string();
+    let replica = sandbox.db_url();
+    let server = sandbox.serve(&[
+        "--database-replica",
+        &replica,
+        "--replica-positions-redis",
+        "redis://127.0.0.1:6379/11",
+        "--replica-positions-redis-password-file",
+        &file,
+        "--rate-limit-redis",
+        "redis://127.0.0.1:6379/12",
+        "--rate-limit-redis-password-file",
+        &file,
+    ]);
+    let response = server.get_raw("/v1/projects", &secret).await;
+    assert_eq!(response.status(), 200);
+    let log = server
+        .log_once(|log| {
+            log.contains("the replica positions' Redis failed")
+                && log.contains("rate limit Redis unavailable")
+        })
+        .await;
+    assert!(!log.contains(password), "{log}");
 }

@@ -667,6 +667,54 @@ async fn an_outage_is_answered_at_once_and_logged_once() {
     assert_eq!(log.matches("the database is down").count(), 1, "{log}");
 }
 
+/// What the store keeps of PostgreSQL's errors for its log lines is the
+/// SQLSTATE and the names the server gives (constraint, table, column),
+/// not the server's message, which may quote a value the request sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_errors_log_text_is_its_sqlstate_and_names_not_its_message() {
+    require!(Backend::Postgres);
+    let data = TestStore::new(Backend::Postgres).await;
+    let (client, connection) = tokio_postgres::connect(data.sql_url(), tokio_postgres::NoTls)
+        .await
+        .expect("PostgreSQL answers");
+    tokio::spawn(connection);
+    let logged = |error: tokio_postgres::Error| store::StoreError::from(error).to_string();
+
+    let bad_value = client
+        .simple_query("SELECT 'secret-value-4711'::int")
+        .await
+        .expect_err("not a number");
+    let message = bad_value
+        .as_db_error()
+        .expect("the server's error")
+        .message();
+    assert!(
+        message.contains("secret-value-4711"),
+        "the server's message quotes the value: {message}"
+    );
+    let text = logged(bad_value);
+    assert!(!text.contains("secret-value-4711"), "{text}");
+    assert!(text.contains("22P02"), "{text}");
+
+    client
+        .batch_execute(
+            "CREATE TEMPORARY TABLE kept (v text CONSTRAINT kept_v_once UNIQUE);
+             INSERT INTO kept VALUES ('secret-value-4712')",
+        )
+        .await
+        .expect("the table is made");
+    let twice = client
+        .batch_execute("INSERT INTO kept VALUES ('secret-value-4712')")
+        .await
+        .expect_err("a duplicate");
+    let text = logged(twice);
+    assert!(!text.contains("secret-value-4712"), "{text}");
+    assert!(
+        text.contains("23505") && text.contains("kept_v_once") && text.contains("kept"),
+        "{text}"
+    );
+}
+
 /// A write waiting on a lock lets go at its deadline (`statement_timeout`,
 /// `store/deadline.rs`) rather than wait for the lock and keep its
 /// connection: it is answered 503, waits on nothing afterwards, and

@@ -23,7 +23,7 @@ const REDIS_ADDRESS: &str = "127.0.0.1:6379";
 /// True when no Redis answers on 127.0.0.1:6379: the test should end. It is
 /// skipped with a loud line, or fails when `PROXYDECK_REQUIRE_REDIS` is set
 /// (CI sets it).
-fn redis_unavailable() -> bool {
+pub(crate) fn redis_unavailable() -> bool {
     let address = REDIS_ADDRESS.parse().unwrap();
     let Err(why) = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(1)) else {
         return false;
@@ -284,13 +284,13 @@ async fn two_instances_share_one_limit_through_redis() {
 }
 
 /// A port where nothing listens.
-async fn closed_port() -> u16 {
+pub(crate) async fn closed_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     listener.local_addr().unwrap().port()
 }
 
 /// Accepts connections and never answers, like a Redis that hangs.
-async fn silent_server() -> (u16, tokio::task::JoinHandle<()>) {
+pub(crate) async fn silent_server() -> (u16, tokio::task::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let task = tokio::spawn(async move {

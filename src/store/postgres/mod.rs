@@ -233,6 +233,37 @@ impl Server {
         })
     }
 
+    /// How its pools are used now, named for `replica` when it is one.
+    /// Shared clients carry many requests' statements at once, so each
+    /// live one counts as in use; the exclusive pool says what it holds.
+    pub(crate) fn pool_use(&self, replica: Option<&str>) -> impl Iterator<Item = PoolUse> {
+        let live = self
+            .shared
+            .iter()
+            .filter(|slot| slot.live().is_some())
+            .count();
+        let exclusive = self.exclusive.status();
+        [
+            PoolUse {
+                pool: "shared",
+                replica: replica.map(str::to_owned),
+                max_size: self.shared.len(),
+                idle: 0,
+                in_use: live,
+                waiting: None,
+            },
+            PoolUse {
+                pool: "exclusive",
+                replica: replica.map(str::to_owned),
+                max_size: exclusive.max_size,
+                idle: exclusive.available,
+                in_use: exclusive.size.saturating_sub(exclusive.available),
+                waiting: Some(exclusive.waiting),
+            },
+        ]
+        .into_iter()
+    }
+
     /// The one `bigint` a statement without parameters answers, sent
     /// unprepared (fit for a transaction pooler too); `None` for NULL.
     pub(crate) async fn number(&self, sql: &str) -> Result<Option<i64>, StoreError> {
@@ -290,6 +321,10 @@ impl Driver for PostgresDriver {
     {
         let driver = self.clone();
         async move {
+            // A read that could go to a replica is counted where it was
+            // answered: the primary's when the replica chosen failed it.
+            let may_use_replica = driver.replicas.is_some()
+                && matches!(access, Access::Read(freshness) if freshness != Freshness::Latest);
             if let (Access::Read(freshness), Some(replicas)) = (access, &driver.replicas)
                 && let Some(replica) = replicas.choose(freshness)
             {
@@ -301,11 +336,17 @@ impl Driver for PostgresDriver {
                     // A statement the standby cancelled (a conflict with
                     // recovery): the primary answers it.
                     Err(StoreError::Internal(_)) => {}
-                    answer => return answer,
+                    answer => {
+                        crate::metrics::read_served(true);
+                        return answer;
+                    }
                 }
             }
             let mut session = PgSession::new(driver.primary.clone(), None);
             let answer = work(&mut session, &input).await;
+            if may_use_replica {
+                crate::metrics::read_served(false);
+            }
             if access == Access::Write && answer.is_ok() {
                 driver.note_write().await;
             }
@@ -313,10 +354,18 @@ impl Driver for PostgresDriver {
         }
     }
 
+    fn follows_callers(&self) -> bool {
+        self.replicas.is_some()
+    }
+
     async fn freshness(self: &Arc<Self>) -> Freshness {
-        match (&self.replicas, caller::current()) {
-            (Some(replicas), Some(caller)) => replicas.freshness_for(&caller).await,
-            _ => Freshness::Any,
+        // Without replicas every read is the primary's: no caller to ask.
+        let Some(replicas) = &self.replicas else {
+            return Freshness::Any;
+        };
+        match caller::current() {
+            Some(caller) => replicas.freshness_for(&caller).await,
+            None => Freshness::Any,
         }
     }
 
@@ -344,32 +393,13 @@ impl Driver for PostgresDriver {
             .map_or_else(Vec::new, |replicas| replicas.in_use())
     }
 
-    /// Shared clients carry many requests' statements at once, so each
-    /// live one counts as in use; the exclusive pool says what it holds.
+    /// The primary's pools, then each replica's.
     fn pool_use(&self) -> Vec<PoolUse> {
-        let primary = &self.primary;
-        let live = primary
-            .shared
-            .iter()
-            .filter(|slot| slot.live().is_some())
-            .count();
-        let exclusive = primary.exclusive.status();
-        vec![
-            PoolUse {
-                pool: "shared",
-                max_size: primary.shared.len(),
-                idle: 0,
-                in_use: live,
-                waiting: None,
-            },
-            PoolUse {
-                pool: "exclusive",
-                max_size: exclusive.max_size,
-                idle: exclusive.available,
-                in_use: exclusive.size.saturating_sub(exclusive.available),
-                waiting: Some(exclusive.waiting),
-            },
-        ]
+        let mut pools: Vec<PoolUse> = self.primary.pool_use(None).collect();
+        if let Some(replicas) = &self.replicas {
+            pools.extend(replicas.pool_use());
+        }
+        pools
     }
 }
 
@@ -713,10 +743,17 @@ impl<'a> FromSql<'a> for Nullness {
     }
 }
 
+/// The SQLSTATE classes whose server message is logged: connection
+/// exceptions, invalid authorization, invalid catalog name, insufficient
+/// resources, operator intervention.
+const MESSAGE_KEPT: [&str; 5] = ["08", "28", "3D", "53", "57"];
+
 /// Store errors from PostgreSQL: a lost or refused connection is
 /// `Unavailable`, a uniqueness violation `Conflict`, a value this side
 /// could not convert (a fault of ours, not of the server) `Internal`.
-/// Messages hold the server's words (never SQL text) and go to logs only.
+/// Messages hold the SQLSTATE and the names of what failed (never SQL
+/// text, nor the server's message, which may quote a value, but for the
+/// classes of [`MESSAGE_KEPT`]); logs only.
 impl From<tokio_postgres::Error> for StoreError {
     fn from(error: tokio_postgres::Error) -> Self {
         let Some(server) = error.as_db_error() else {
@@ -745,7 +782,29 @@ impl From<tokio_postgres::Error> for StoreError {
             }
             return Self::Unavailable(text);
         };
-        let text = format!("PostgreSQL {}: {}", server.code().code(), server.message());
+        // The server's message may quote a value (`invalid input syntax
+        // for type uuid: "..."`): the SQLSTATE and the names it gives
+        // say what failed without it. Only the classes about the
+        // connection and the server itself, whose messages speak of the
+        // settings (`password authentication failed for user "app"`,
+        // `database "x" does not exist`) and never of a statement's
+        // values, keep theirs: the operator's first clue.
+        let mut text = format!("PostgreSQL {}", server.code().code());
+        if MESSAGE_KEPT
+            .iter()
+            .any(|class| server.code().code().starts_with(class))
+        {
+            text.push_str(&format!(": {}", server.message()));
+        }
+        for (what, name) in [
+            ("constraint", server.constraint()),
+            ("table", server.table()),
+            ("column", server.column()),
+        ] {
+            if let Some(name) = name {
+                text.push_str(&format!(", {what} {name}"));
+            }
+        }
         let code = server.code();
         if *code == SqlState::UNIQUE_VIOLATION {
             Self::Conflict(text)

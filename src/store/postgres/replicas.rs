@@ -22,14 +22,14 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, Script};
+use redis::Script;
 
 use super::{Connector, Server, Statements};
-use crate::metrics::ReplicaUse;
+use crate::metrics::{PoolUse, ReplicaUse};
+use crate::shared_redis::{Messages, RedisLink};
 use crate::store::driver::Freshness;
 use crate::store::error::StoreError;
 use crate::store::options::{self, StoreOptions};
@@ -100,7 +100,7 @@ impl Replicas {
         let replicas = Arc::new(Self {
             replicas,
             max_lag: settings.max_lag,
-            positions: Positions::new(settings, options.timeout)?,
+            positions: Positions::new(settings, options)?,
             next: AtomicUsize::new(0),
             check_timeout: options.timeout.min(Duration::from_secs(1)),
         });
@@ -124,14 +124,12 @@ impl Replicas {
         };
         let count = self.replicas.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let chosen = (0..count)
+        (0..count)
             .map(|i| &self.replicas[(start + i) % count])
             .find(|replica| {
                 replica.usable.load(Ordering::Relaxed)
                     && replica.replayed.load(Ordering::Relaxed) >= least
-            });
-        crate::metrics::read_served(chosen.is_some());
-        chosen
+            })
     }
 
     /// What the reads of `caller` must see: its last write, if it is
@@ -142,6 +140,13 @@ impl Replicas {
             Some(None) => Freshness::Any,
             None => Freshness::Latest,
         }
+    }
+
+    /// How each replica's connection pools are used now.
+    pub(crate) fn pool_use(&self) -> impl Iterator<Item = PoolUse> + '_ {
+        self.replicas
+            .iter()
+            .flat_map(|replica| replica.server.pool_use(Some(&replica.name)))
     }
 
     /// Each replica as its last check found it.
@@ -276,12 +281,12 @@ struct Positions {
 }
 
 impl Positions {
-    fn new(settings: &options::Replicas, timeout: Duration) -> anyhow::Result<Self> {
+    fn new(settings: &options::Replicas, options: &StoreOptions) -> anyhow::Result<Self> {
         // Past `max_lag` every replica read from holds the write; a
         // margin for the monitor's tick.
         let keep = settings.max_lag + Duration::from_secs(1);
         let shared = match &settings.positions_redis {
-            Some(url) => Some(SharedPositions::new(url, keep, timeout)?),
+            Some(url) => Some(SharedPositions::new(url, keep, options)?),
             None => None,
         };
         Ok(Self {
@@ -316,78 +321,55 @@ impl Positions {
 
 /// Every caller's key is this prefix and the user's id.
 const KEY_PREFIX: &str = "proxydeck:written:";
-/// Longest one Redis call may take: past it the read goes to the primary.
-const CALL_TIMEOUT: Duration = Duration::from_millis(50);
-/// At most one warning this often while Redis fails.
-const WARN_INTERVAL: Duration = Duration::from_secs(60);
 
-/// The positions in a Redis every instance shares.
+/// The positions in a Redis every instance shares, reached as the rate
+/// limit's is (`shared_redis.rs`): each call bounded, and while it fails,
+/// one read a second tries it again and the others go to the primary at
+/// once.
 struct SharedPositions {
-    connection: ConnectionManager,
+    redis: RedisLink,
     /// Raises a caller's position (and keeps it `keep` longer).
     raise: Script,
     keep: Duration,
-    warned_at: Mutex<Option<Instant>>,
 }
 
 impl SharedPositions {
     /// Makes no connection yet: an instance starts while Redis is down.
-    fn new(url: &str, keep: Duration, timeout: Duration) -> anyhow::Result<Self> {
-        let client = Client::open(url)
-            .map_err(|_| anyhow::anyhow!("the replica positions' Redis URL is not valid"))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout.min(Duration::from_secs(1))))
-            .set_response_timeout(Some(CALL_TIMEOUT))
-            .set_number_of_retries(0);
-        let connection = ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(|_| anyhow::anyhow!("cannot set up the replica positions' Redis client"))?;
+    fn new(url: &str, keep: Duration, options: &StoreOptions) -> anyhow::Result<Self> {
+        let messages = Messages {
+            name: "the replica positions' Redis",
+            down: "the replica positions' Redis failed: reads that cannot tell their caller's last write go to the primary",
+            back: "the replica positions' Redis answers again",
+        };
+        let connect_timeout = options.timeout.min(Duration::from_secs(1));
         Ok(Self {
-            connection,
+            redis: RedisLink::new(url, connect_timeout, options.clock.clone(), messages)?,
             raise: Script::new(include_str!("raise_position.lua")),
             keep,
-            warned_at: Mutex::new(None),
         })
     }
 
     async fn of(&self, caller: &str) -> Option<Option<u64>> {
-        let mut connection = self.connection.clone();
         let mut get = redis::cmd("GET");
         get.arg(format!("{KEY_PREFIX}{caller}"));
-        let get = get.query_async::<Option<String>>(&mut connection);
-        match tokio::time::timeout(CALL_TIMEOUT, get).await {
-            Ok(Ok(kept)) => Some(kept.and_then(|hex| u64::from_str_radix(&hex, 16).ok())),
-            Ok(Err(error)) => self.failed(&error.to_string()),
-            Err(_) => self.failed("no answer in time"),
-        }
+        let kept = self
+            .redis
+            .call(|mut connection| async move {
+                get.query_async::<Option<String>>(&mut connection).await
+            })
+            .await?;
+        Some(kept.and_then(|hex| u64::from_str_radix(&hex, 16).ok()))
     }
 
     async fn record(&self, caller: &str, position: u64) {
-        let mut connection = self.connection.clone();
         let mut raise = self.raise.key(format!("{KEY_PREFIX}{caller}"));
         // Fixed-width hex: Lua compares the strings, exactly, in order.
         raise
             .arg(format!("{position:016x}"))
             .arg(self.keep.as_millis() as u64);
-        let call = raise.invoke_async::<i64>(&mut connection);
-        let _ = match tokio::time::timeout(CALL_TIMEOUT, call).await {
-            Ok(Ok(_)) => Some(()),
-            Ok(Err(error)) => self.failed(&error.to_string()),
-            Err(_) => self.failed("no answer in time"),
-        };
-    }
-
-    /// Warns (at most every [`WARN_INTERVAL`]) that Redis failed; the
-    /// read that met it goes to the primary.
-    fn failed<T>(&self, problem: &str) -> Option<T> {
-        let mut warned_at = self
-            .warned_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if warned_at.is_none_or(|at| at.elapsed() >= WARN_INTERVAL) {
-            *warned_at = Some(Instant::now());
-            tracing::warn!(%problem, "the replica positions' Redis failed: reads that cannot tell their caller's last write go to the primary");
-        }
-        None
+        self.redis
+            .call(|mut connection| async move { raise.invoke_async::<i64>(&mut connection).await })
+            .await;
     }
 }
 

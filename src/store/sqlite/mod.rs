@@ -174,6 +174,7 @@ impl Driver for SqliteDriver {
             let state = connections.state();
             PoolUse {
                 pool,
+                replica: None,
                 max_size: connections.max_size() as usize,
                 idle: state.idle_connections as usize,
                 in_use: state.connections.saturating_sub(state.idle_connections) as usize,

@@ -190,10 +190,9 @@ fn a_password_on_the_command_line_is_warned_of_once() {
     }
 }
 
-/// Read replicas' URLs and their Redis: each replica shown masked, a
-/// password on the command line warned of with the password file that
-/// serves it (`--database-password-file`), and none for the Redis, which
-/// has no such file.
+/// Read replicas' URLs and their Redis: each shown masked, a password on
+/// the command line warned of with the password file that serves it
+/// (`--database-password-file`, `--replica-positions-redis-password-file`).
 #[test]
 fn replica_passwords_are_masked_and_warned_of() {
     let sandbox = Sandbox::new();
@@ -232,7 +231,7 @@ fn replica_passwords_are_masked_and_warned_of() {
     );
     assert!(
         warning("--replica-positions-redis")
-            .ends_with("give the URL in PROXYDECK_REPLICA_POSITIONS_REDIS"),
+            .ends_with("give the URL in PROXYDECK_REPLICA_POSITIONS_REDIS, or the password in --replica-positions-redis-password-file"),
         "{out:#?}"
     );
 }
@@ -288,7 +287,7 @@ fn passwords_are_read_from_files() {
     let empty = write_file(&sandbox, "empty", "\n");
     let empty_arg = empty.display().to_string();
     let missing_arg = sandbox.path().join("missing").display().to_string();
-    let cases: [(&[&str], &str, &str); 6] = [
+    let cases: [(&[&str], &str, &str); 8] = [
         (
             &[
                 "--database",
@@ -343,6 +342,32 @@ fn passwords_are_read_from_files() {
             &["--rate-limit-redis-password-file", &password_arg],
             "rate-limit-redis-password-file",
             "no --rate-limit-redis",
+        ),
+        (
+            &[
+                "--database",
+                PG_URL,
+                "--database-replica",
+                "postgres://app@replica/x",
+                "--replica-positions-redis",
+                "redis://:other@cache",
+                "--replica-positions-redis-password-file",
+                &password_arg,
+            ],
+            "replica-positions-redis-password-file",
+            "give it in one place",
+        ),
+        (
+            &[
+                "--database",
+                PG_URL,
+                "--database-replica",
+                "postgres://app@replica/x",
+                "--replica-positions-redis-password-file",
+                &password_arg,
+            ],
+            "replica-positions-redis-password-file",
+            "no --replica-positions-redis",
         ),
     ];
     for (args, flag, why) in cases {

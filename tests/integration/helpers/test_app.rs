@@ -15,6 +15,8 @@ pub struct TestApp {
     pub clock: Clock,
     /// What the service was started with (a restart keeps it).
     options: ServiceOptions,
+    /// What its store was opened with (a restart keeps it).
+    pub store_options: StoreOptions,
     auth: Arc<Authenticator>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -32,13 +34,15 @@ impl TestApp {
     ) -> Self {
         let store_options = on_the_clock_of(&options, store_options);
         let data = Arc::new(TestStore::with_options(backend, store_options).await);
-        Self::serve(data.store.clone(), data, options).await
+        let store_options = data.options.clone();
+        Self::serve(data.store.clone(), data, options, store_options).await
     }
 
     /// The service on `data`.
     pub async fn on(data: TestStore) -> Self {
         let data = Arc::new(data);
-        Self::serve(data.store.clone(), data, test_options()).await
+        let store_options = data.options.clone();
+        Self::serve(data.store.clone(), data, test_options(), store_options).await
     }
 
     /// Another instance of the service on the same data, with a store
@@ -70,24 +74,25 @@ impl TestApp {
         store_options: StoreOptions,
     ) -> Self {
         let store_options = StoreOptions {
-            pooler: data.pooler.clone(),
+            pooler: data.options.pooler.clone(),
             ..on_the_clock_of(&options, store_options)
         };
         let store = store::open(&data.url, &store_options)
             .await
             .expect("the store opens again");
-        Self::serve(Arc::new(store), data, options).await
+        Self::serve(Arc::new(store), data, options, store_options).await
     }
 
     /// This service stopped (its open streams end), then served again on
-    /// the same data by a store opened anew, as a restarted `proxydeck
-    /// serve` would be: nothing of the old one's memory is left (its feed's
-    /// tail, its caches), and it listens on another port.
+    /// the same data by a store opened anew with the options its store
+    /// had, as a restarted `proxydeck serve` would be: nothing of the old
+    /// one's memory is left (its feed's tail, its caches), and it listens
+    /// on another port.
     pub async fn restart(self) -> Self {
         let data = self.data.clone();
-        let options = self.options.clone();
+        let (options, store_options) = (self.options.clone(), self.store_options.clone());
         self.stop().await;
-        Self::serve_again(data, options, suite_store_options()).await
+        Self::serve_again(data, options, store_options).await
     }
 
     /// Writes the token uses the service has noted (every request's, once
@@ -96,7 +101,12 @@ impl TestApp {
         self.auth.flush_usage().await.expect("the uses are written");
     }
 
-    async fn serve(store: Arc<Store>, data: Arc<TestStore>, options: ServiceOptions) -> Self {
+    async fn serve(
+        store: Arc<Store>,
+        data: Arc<TestStore>,
+        options: ServiceOptions,
+        store_options: StoreOptions,
+    ) -> Self {
         let clock = options.clock.clone();
         let service = Service::bind(store.clone(), options.clone())
             .await
@@ -116,6 +126,7 @@ impl TestApp {
             data,
             clock,
             options,
+            store_options,
             auth,
             shutdown: Some(shutdown),
             task: Some(task),

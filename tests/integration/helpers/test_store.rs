@@ -9,8 +9,9 @@ pub struct TestStore {
     pub store: Arc<Store>,
     /// Where the data is: another store, process or command can open it.
     pub url: DatabaseUrl,
-    /// How `url` reaches PostgreSQL (through the tests' pooler or not).
-    pub pooler: Pooler,
+    /// What the store was opened with; among them, how `url` reaches
+    /// PostgreSQL (`pooler`: through the tests' pooler or not).
+    pub options: StoreOptions,
     /// The SQLite file (meaningless on PostgreSQL).
     pub path: PathBuf,
     pub dir: TempDir,
@@ -40,7 +41,7 @@ impl TestStore {
         Self {
             store: Arc::new(store),
             url,
-            pooler: options.pooler,
+            options,
             path,
             dir,
             _schema: schema,
@@ -53,7 +54,7 @@ impl TestStore {
         Self {
             store: Arc::new(store),
             url,
-            pooler: options.pooler,
+            options,
             path: PathBuf::new(),
             dir: tempfile::tempdir().expect("a temporary folder"),
             _schema: None,
@@ -86,14 +87,14 @@ impl TestStore {
             DatabaseUrl::Sqlite(path) => format!("sqlite://{}", path.display()),
             DatabaseUrl::Postgres(url) => url.clone(),
         };
-        database_args(url, &self.pooler)
+        database_args(url, &self.options.pooler)
     }
 
     /// A URL for the tests' own statements on PostgreSQL: straight to the
     /// server (they prepare named statements, which a transaction pooler
     /// does not keep).
     pub fn sql_url(&self) -> &str {
-        match (&self.pooler, &self.url) {
+        match (&self.options.pooler, &self.url) {
             (Pooler::Transaction { direct_url }, _) => direct_url,
             (Pooler::Direct, DatabaseUrl::Postgres(url)) => url,
             (Pooler::Direct, DatabaseUrl::Sqlite(_)) => panic!("not a PostgreSQL store"),
