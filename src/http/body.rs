@@ -4,13 +4,17 @@
 //! UTF-8, an object. [`JsonBody::checked`] then fits it to the
 //! operation's schema in the served document (`schema.rs`).
 
+use std::sync::{Arc, OnceLock};
+
 use axum::body::Body;
 use axum::extract::{FromRequest, Request};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
 
 use crate::domain::FieldError;
+use crate::domain::regexes::{RegexChecks, Stop};
 use crate::http::error::ApiError;
 use crate::http::schema;
 
@@ -50,6 +54,13 @@ impl JsonBody {
         }
     }
 
+    /// A top-level member, if any: what a write reads of its body before
+    /// its caller's rights are known (createProject's `organization_id`),
+    /// at no cost that grows with the body.
+    pub fn member(&self, name: &str) -> Option<&Value> {
+        self.value.get(name)
+    }
+
     /// SHA-256 (hex) of the body's content, whatever its spacing and the
     /// order of its members: what an idempotency key is bound to.
     pub fn digest(&self) -> String {
@@ -62,17 +73,55 @@ impl JsonBody {
     }
 }
 
-/// Runs a body's checks on a thread of the blocking pool, not on the
+/// Runs a request's checks on a thread of the blocking pool, never on the
 /// runtime's workers: those that compile regexes (a revision's 1,000
-/// routes, a project's cache and rate-limiting rules) may take seconds
-/// (`domain::validate::REGEX_SIZE_LIMIT`), and the other requests go on
-/// meanwhile.
+/// routes, a project's cache and rate-limiting rules) may take a second
+/// (`domain::regexes::REGEX_BUDGET`), and the other requests go on meanwhile. The
+/// checks get the request's [`RegexChecks`]:
+///
+/// - at most [`checks_at_once`] requests' checks run at once (the others
+///   wait, without a thread), so that they never take every core;
+/// - the checks stop before their next regex when the request is given
+///   up: this future dropped because the caller closed the connection or
+///   the request timed out (`transport::limits`).
+///
+/// docs/security.md, "What one request may cost".
 pub async fn off_the_runtime<T: Send + 'static>(
-    checks: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+    checks: impl FnOnce(&mut RegexChecks) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(checks)
+    static GATE: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    let gate = GATE.get_or_init(|| Arc::new(Semaphore::new(checks_at_once())));
+    let permit = gate
+        .clone()
+        .acquire_owned()
         .await
-        .map_err(|_| ApiError::Internal)?
+        .map_err(|_| ApiError::Internal)?;
+    let stop = Stop::new();
+    let _given_up = StopOnDrop(stop.clone());
+    let mut regexes = RegexChecks::new(stop);
+    tokio::task::spawn_blocking(move || {
+        // Held until the work ends, not until the request is given up.
+        let _permit = permit;
+        checks(&mut regexes)
+    })
+    .await
+    .map_err(|_| ApiError::Internal)?
+}
+
+/// How many requests' checks may run at once: half the cores (at least
+/// one), so that the rest of the service keeps the other half.
+pub fn checks_at_once() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
+
+/// Stops a request's checks when the request's future is dropped (and,
+/// harmlessly, when it ends).
+struct StopOnDrop(Stop);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 fn body_problem(message: &str) -> ApiError {
