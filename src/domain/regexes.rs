@@ -15,8 +15,9 @@
 //! or it timed out. docs/security.md, "What one request may cost".
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
 
 use regex_automata::meta;
 use regex_automata::util::syntax;
@@ -50,6 +51,65 @@ impl Stop {
     }
 }
 
+/// How many requests may compile regexes at once, in the process: half
+/// the cores, at least one, so that checks never take every core from the
+/// other requests (and from a PostgreSQL on the same machine). A request
+/// takes a slot before its first compile, on its thread of the blocking
+/// pool, and keeps it until its checks end; one that has no regex to
+/// compile takes none.
+pub fn compiling_slots() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
+
+/// The slots of [`compiling_slots`]: how many are taken.
+struct Slots {
+    taken: Mutex<usize>,
+    freed: Condvar,
+    most: usize,
+}
+
+fn slots() -> &'static Slots {
+    static SLOTS: OnceLock<Slots> = OnceLock::new();
+    SLOTS.get_or_init(|| Slots {
+        taken: Mutex::new(0),
+        freed: Condvar::new(),
+        most: compiling_slots(),
+    })
+}
+
+/// A slot taken, given back when dropped.
+#[derive(Debug)]
+struct Slot;
+
+impl Slot {
+    /// Waits for a slot; `None` when the request was given up meanwhile.
+    fn take(stop: &Stop) -> Option<Self> {
+        let slots = slots();
+        let mut taken = slots.taken.lock().unwrap_or_else(|e| e.into_inner());
+        while *taken >= slots.most {
+            if stop.is_stopped() {
+                return None;
+            }
+            // Woken when a slot is freed; looks at the stop now and then.
+            taken = slots
+                .freed
+                .wait_timeout(taken, Duration::from_millis(50))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        *taken += 1;
+        Some(Self)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let slots = slots();
+        *slots.taken.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        slots.freed.notify_one();
+    }
+}
+
 /// The checks were stopped ([`Stop`]) before they were done: nobody waits
 /// for their answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +135,8 @@ pub struct RegexChecks {
     spent: bool,
     compiled: u64,
     given_up: bool,
+    /// Taken before the first compile ([`compiling_slots`]).
+    slot: Option<Slot>,
 }
 
 impl RegexChecks {
@@ -91,6 +153,7 @@ impl RegexChecks {
             spent: false,
             compiled: 0,
             given_up: false,
+            slot: None,
         }
     }
 
@@ -111,7 +174,10 @@ impl RegexChecks {
         if self.spent {
             return Ok(Ok(()));
         }
-        if self.stop.is_stopped() {
+        if self.slot.is_none() {
+            self.slot = Slot::take(&self.stop);
+        }
+        if self.slot.is_none() || self.stop.is_stopped() {
             if !self.given_up {
                 self.given_up = true;
                 crate::metrics::check_given_up();
@@ -285,5 +351,31 @@ mod tests {
         stop.stop();
         assert_eq!(checks.check("b+"), Err(Stopped));
         assert_eq!(checks.compiled(), 1);
+    }
+
+    /// While every slot is taken, another request's checks wait, and stop
+    /// waiting when it is given up, having compiled nothing.
+    #[test]
+    fn a_check_waits_for_a_slot_until_given_up() {
+        let holders: Vec<RegexChecks> = (0..compiling_slots())
+            .map(|n| {
+                let mut checks = RegexChecks::new(Stop::new());
+                assert_eq!(checks.check(&format!("a{n}")), Ok(Ok(())));
+                checks
+            })
+            .collect();
+        let stop = Stop::new();
+        let waiting = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut checks = RegexChecks::new(stop);
+                (checks.check("b+"), checks.compiled())
+            })
+        };
+        stop.stop();
+        assert_eq!(waiting.join().unwrap(), (Err(Stopped), 0));
+        drop(holders);
+        // A slot freed is taken.
+        assert_eq!(RegexChecks::new(Stop::new()).check("c+"), Ok(Ok(())));
     }
 }

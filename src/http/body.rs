@@ -4,14 +4,11 @@
 //! UTF-8, an object. [`JsonBody::checked`] then fits it to the
 //! operation's schema in the served document (`schema.rs`).
 
-use std::sync::{Arc, OnceLock};
-
 use axum::body::Body;
 use axum::extract::{FromRequest, Request};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use tokio::sync::Semaphore;
 
 use crate::domain::FieldError;
 use crate::domain::regexes::{RegexChecks, Stop};
@@ -76,42 +73,22 @@ impl JsonBody {
 /// Runs a request's checks on a thread of the blocking pool, never on the
 /// runtime's workers: those that compile regexes (a revision's 1,000
 /// routes, a project's cache and rate-limiting rules) may take a second
-/// (`domain::regexes::REGEX_BUDGET`), and the other requests go on meanwhile. The
-/// checks get the request's [`RegexChecks`]:
-///
-/// - at most [`checks_at_once`] requests' checks run at once (the others
-///   wait, without a thread), so that they never take every core;
-/// - the checks stop before their next regex when the request is given
-///   up: this future dropped because the caller closed the connection or
-///   the request timed out (`transport::limits`).
-///
+/// (`domain::regexes::REGEX_BUDGET`), and the other requests go on
+/// meanwhile. The checks get the request's [`RegexChecks`], which take
+/// one of the process's few compiling slots before their first regex
+/// (`domain::regexes::compiling_slots`), and stop before their next regex
+/// when the request is given up: this future dropped because the caller
+/// closed the connection or the request timed out (`transport::limits`).
 /// docs/security.md, "What one request may cost".
 pub async fn off_the_runtime<T: Send + 'static>(
     checks: impl FnOnce(&mut RegexChecks) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    static GATE: OnceLock<Arc<Semaphore>> = OnceLock::new();
-    let gate = GATE.get_or_init(|| Arc::new(Semaphore::new(checks_at_once())));
-    let permit = gate
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(|_| ApiError::Internal)?;
     let stop = Stop::new();
     let _given_up = StopOnDrop(stop.clone());
     let mut regexes = RegexChecks::new(stop);
-    tokio::task::spawn_blocking(move || {
-        // Held until the work ends, not until the request is given up.
-        let _permit = permit;
-        checks(&mut regexes)
-    })
-    .await
-    .map_err(|_| ApiError::Internal)?
-}
-
-/// How many requests' checks may run at once: half the cores (at least
-/// one), so that the rest of the service keeps the other half.
-pub fn checks_at_once() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+    tokio::task::spawn_blocking(move || checks(&mut regexes))
+        .await
+        .map_err(|_| ApiError::Internal)?
 }
 
 /// Stops a request's checks when the request's future is dropped (and,
