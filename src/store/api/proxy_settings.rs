@@ -39,8 +39,9 @@ pub struct SettingsChange {
 /// The revision an updateProjectProxySettings with `is_active: true`
 /// would activate, read for its checks before the write (or the dry run)
 /// runs: `None` when it is active already (nothing to check), 404 when
-/// unknown, and the write's refusals (401, 403, 404) for a caller who may
-/// not activate it. A read: nothing is locked.
+/// unknown, the write's refusals (401, 403, 404) for a caller who may not
+/// activate it, and its 412 for an `If-Match` it does not meet. A read:
+/// nothing is locked.
 #[derive(Clone, Debug)]
 pub struct RevisionToActivate {
     pub request: WriteRequest,
@@ -65,9 +66,11 @@ async fn to_activate(
             now,
         )
         .await?;
-        let (settings, _) = stored(db, project_id, asked.revision)
+        let (settings, version) = stored(db, project_id, asked.revision)
             .await?
             .ok_or_else(no_revision)?;
+        // The write's order of refusals: its 412 before the checks' 400.
+        writes::check_if_match(&asked.request, version)?;
         Ok((!settings.is_active).then_some(settings))
     })
 }
