@@ -50,6 +50,7 @@ pub const REPLICA_USABLE: &str = "proxydeck_db_replica_usable";
 pub const READS_SERVED: &str = "proxydeck_db_reads_total";
 pub const REGEXES_COMPILED: &str = "proxydeck_regexes_compiled_total";
 pub const CHECKS_GIVEN_UP: &str = "proxydeck_checks_given_up_total";
+const WRITES_PAST_DEADLINE: &str = "proxydeck_db_writes_past_deadline_total";
 
 /// The `route` label of a request no route matched: one value, whatever
 /// the path (raw paths would make a series per path anyone cares to send).
@@ -165,6 +166,10 @@ fn describe() {
     describe_gauge!(
         POOL_WAITING,
         "Requests waiting for a connection of a pool of the store (PostgreSQL's exclusive pool)."
+    );
+    describe_counter!(
+        WRITES_PAST_DEADLINE,
+        "Writes rolled back because they had not committed by their deadline (--db-timeout, or the request's): each was answered 503 and changed nothing."
     );
     describe_counter!(
         TOKEN_CACHE_HITS,
@@ -393,6 +398,12 @@ pub fn read_served(by_replica: bool) {
     recorder();
     let server = if by_replica { "replica" } else { "primary" };
     counter!(READS_SERVED, "server" => server).increment(1);
+}
+
+/// A write rolled back at its deadline (`store/deadline.rs`).
+pub fn write_past_deadline() {
+    recorder();
+    counter!(WRITES_PAST_DEADLINE).increment(1);
 }
 
 /// A request refused by the per-token rate limit: the limiter calls this

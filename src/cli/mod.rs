@@ -206,7 +206,8 @@ struct StoreArgs {
         value_name = "N"
     )]
     db_pool_size: u32,
-    /// How long a query may wait for the store before failing with 503.
+    /// How long a request's store work may take: past it a read fails with
+    /// 503, and a write rolls back and answers 503 (it changed nothing).
     #[arg(long, global = true, env = "PROXYDECK_DB_TIMEOUT", default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
     db_timeout: Duration,
     /// How --database reaches PostgreSQL: `direct`, or `transaction`

@@ -3,12 +3,13 @@
 //! (`reader.rs`).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 
 use crate::metrics::{PoolUse, ReplicaUse};
-use crate::store::driver::{Access, Driver, Freshness, Work, within};
+use crate::store::deadline;
+use crate::store::driver::{Access, Driver, Freshness, Work};
 use crate::store::error::StoreError;
 use crate::store::listing::Listing;
 use crate::store::operation::{Kind, Operation};
@@ -16,14 +17,15 @@ use crate::store::operator;
 use crate::store::options::StoreOptions;
 use crate::store::page::JsonPage;
 use crate::store::reader::{OperationTimer, ReadPath, Reader, bounded_read};
-use crate::store::sql::db::Db;
+use crate::store::sql::db::{Db, past_deadline};
 use crate::store::sql::dialect::Dialect;
 
 pub struct Engine<D: Driver> {
     driver: Arc<D>,
     dialect: Dialect,
-    /// Bound on one request's store work (checkout and queries): past it the
-    /// request fails as unavailable instead of hanging.
+    /// Bound on one request's store work (checkout and queries): past it a
+    /// read fails as unavailable instead of hanging, and a write rolls
+    /// back (`deadline.rs`).
     request_timeout: Duration,
     /// The listings' read path.
     reader: Reader<D>,
@@ -32,13 +34,19 @@ pub struct Engine<D: Driver> {
     written: tokio::sync::Notify,
 }
 
-/// What a driver runs for an operation: the operation with its dialect.
-type Input<O> = (Dialect, O);
+/// What a driver runs for an operation: the operation with its dialect,
+/// and the moment a request's write must have committed by (`deadline.rs`).
+type Input<O> = (Dialect, O, Option<Instant>);
 
 fn work<'a, O: Operation>(
     db: &'a mut dyn Db,
-    (dialect, operation): &'a Input<O>,
+    (dialect, operation, deadline): &'a Input<O>,
 ) -> BoxFuture<'a, Result<O::Output, StoreError>> {
+    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+        // The connection came too late: nothing begun, nothing to undo.
+        return Box::pin(std::future::ready(Err(past_deadline())));
+    }
+    db.set_deadline(*deadline);
     operation.run(db, *dialect)
 }
 
@@ -56,7 +64,8 @@ impl<D: Driver> Engine<D> {
 
     /// Runs `operation` as its [`Kind`] says.
     pub async fn run<O: Operation>(&self, operation: O) -> Result<O::Output, StoreError> {
-        let input = Arc::new((self.dialect, operation));
+        let deadline = (O::KIND == Kind::Write).then(|| deadline::for_write(self.request_timeout));
+        let input = Arc::new((self.dialect, operation, deadline));
         let work: Work<Input<O>, O::Output> = work::<O>;
         let driver = &self.driver;
         if matches!(O::KIND, Kind::Read | Kind::FreshRead) {
@@ -71,13 +80,10 @@ impl<D: Driver> Engine<D> {
         let _timer = OperationTimer::start(O::NAME);
         let result = match O::KIND {
             Kind::Read | Kind::FreshRead => unreachable!("run above"),
+            // Not abandoned at the timeout (it would commit after its 503
+            // went out): it rolls back by itself at its deadline.
             Kind::Write => {
-                let attempt = || {
-                    within(
-                        self.request_timeout,
-                        driver.run(Access::Write, input.clone(), work),
-                    )
-                };
+                let attempt = || driver.run(Access::Write, input.clone(), work);
                 match attempt().await {
                     Err(StoreError::Retry) => attempt().await,
                     result => result,

@@ -12,6 +12,7 @@
 pub mod api;
 pub mod cache;
 mod caller;
+pub mod deadline;
 mod driver;
 mod engine;
 mod error;

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use proxydeck::store::deadline::ANSWER_MARGIN;
 use proxydeck::store::{self, DatabaseUrl, StoreOptions};
 
 use crate::binary::*;
@@ -664,4 +665,64 @@ async fn an_outage_is_answered_at_once_and_logged_once() {
         .await;
     assert_eq!(log.matches("the database is back up").count(), 1, "{log}");
     assert_eq!(log.matches("the database is down").count(), 1, "{log}");
+}
+
+/// A write waiting on a lock lets go at its deadline (`statement_timeout`,
+/// `store/deadline.rs`) rather than wait for the lock and keep its
+/// connection: it is answered 503, waits on nothing afterwards, and
+/// commits nothing once the lock goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_held_by_a_lock_lets_go_at_its_deadline() {
+    require!(Backend::Postgres);
+    let mut options = test_options();
+    options.limits.timeout = ANSWER_MARGIN + Duration::from_millis(300);
+    let app = TestApp::spawn_with(Backend::Postgres, options, suite_store_options()).await;
+    app.seed(vec![org(1), user("u1", &[1])]).await;
+    let token = app.token("u1").await;
+    let url = app.data.sql_url().to_owned();
+    let (locked, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+    let holder = std::thread::spawn({
+        let url = url.clone();
+        let (locked, release) = (locked.0, release.1);
+        move || {
+            let mut client = postgres_client(&url);
+            let transaction = client.transaction().unwrap();
+            // Reads go on; inserts wait.
+            let mut transaction = transaction;
+            transaction
+                .batch_execute("LOCK TABLE projects IN SHARE MODE")
+                .unwrap();
+            locked.send(()).unwrap();
+            release.recv().unwrap();
+            transaction.rollback().unwrap();
+        }
+    });
+    locked.1.recv().unwrap();
+    let body = serde_json::json!({"organization_id": org_id(1), "slug": "held"});
+    let (status, answer, _) = send(
+        &app,
+        reqwest::Method::POST,
+        "/v1/projects",
+        &token,
+        &[],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 503, "{answer}");
+    until("the write no longer waits on the lock", || {
+        postgres_count(
+            &url,
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'projects'::regclass",
+        ) == 0
+    })
+    .await;
+    release.0.send(()).unwrap();
+    holder.join().unwrap();
+    let (status, listing) = app.get_json("/v1/projects", &token).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        listing["data"],
+        serde_json::json!([]),
+        "nothing was created"
+    );
 }

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 use super::BACKEND;
 use crate::helpers::*;
+use proxydeck::store::deadline::ANSWER_MARGIN;
 use proxydeck::store::operator::audit::AuditQuery;
+use std::time::Duration;
 
 const ORG1: u32 = 1;
 
@@ -1010,4 +1012,107 @@ async fn lists_hold_a_thousand_entries_and_refuse_one_more() {
     kept(&stored, &lists(1_000, 3));
     let (_, listing) = app.get_json("/v1/projects", &token).await;
     assert_eq!(listing["data"].as_array().unwrap().len(), 1);
+}
+
+/// No answer lies: writes whose deadline passes inside their transaction
+/// (a request timeout a few milliseconds longer than the margin kept for
+/// the answer, `store::deadline`) roll back. Every answer is checked
+/// against what the store holds: a write answered 503 committed nothing, a
+/// write that committed answers its success, and sent again with its
+/// `Idempotency-Key` each tells which it was.
+#[tokio::test]
+async fn a_write_past_its_deadline_commits_nothing_and_says_so() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let mut answers = Vec::new();
+    let past = || metric("proxydeck_db_writes_past_deadline_total");
+    // Tighter deadlines first; looser ones until both outcomes were seen.
+    for millis in [1, 2, 4, 8, 16, 32, 64, 128] {
+        let mut options = test_options();
+        options.limits.timeout = ANSWER_MARGIN + Duration::from_millis(millis);
+        let slow = app.another_instance_with(options).await;
+        for _ in 0..30 {
+            let n = answers.len();
+            let (slug, key) = (format!("deadline-{n}"), format!("key-{n}"));
+            let body = json!({"organization_id": org_id(ORG1), "slug": slug});
+            let (status, answer, _) = send(
+                &slow,
+                reqwest::Method::POST,
+                "/v1/projects",
+                &token,
+                &[("Idempotency-Key", key.as_str())],
+                Some(&body),
+            )
+            .await;
+            assert!(matches!(status, 200 | 503), "{status}: {answer}");
+            answers.push((slug, key, status, answer));
+        }
+        slow.stop().await;
+        let count = |status| answers.iter().filter(|a| a.2 == status).count();
+        if count(200) >= 3 && count(503) >= 3 {
+            break;
+        }
+    }
+    let stored = slugs_of_org1(&app, &token).await;
+    let audited = app
+        .store
+        .run(AuditQuery {
+            limit: 10_000,
+            ..Default::default()
+        })
+        .await
+        .expect("the audit reads");
+    for (slug, _, status, answer) in &answers {
+        let records = |id: &str| audited.iter().filter(|r| r.object_id == id).count();
+        match (*status, stored.iter().find(|(s, _)| s == slug)) {
+            (200, Some((_, id))) => {
+                assert_eq!(answer["id"], *id, "{slug}");
+                assert_eq!(records(id), 1, "{slug}: one audit record");
+            }
+            (200, None) => panic!("{slug} was answered 200 and is not stored"),
+            (_, Some(_)) => panic!("{slug} was answered {status} and is stored"),
+            (_, None) => {}
+        }
+    }
+    let count = |status| answers.iter().filter(|a| a.2 == status).count();
+    assert!(count(200) >= 3, "writes should have committed");
+    assert!(count(503) >= 3, "writes should have passed their deadline");
+    assert!(past() >= 3.0, "writes rolled back at their deadline");
+    // Sent again with its key, a committed write replays its answer and
+    // one answered 503 is made now, once.
+    for (slug, key, status, answer) in answers.iter().rev().take(40) {
+        let body = json!({"organization_id": org_id(ORG1), "slug": slug});
+        let (again, replay, _) = send(
+            &app,
+            reqwest::Method::POST,
+            "/v1/projects",
+            &token,
+            &[("Idempotency-Key", key)],
+            Some(&body),
+        )
+        .await;
+        assert_eq!(again, 200, "{slug}: {replay}");
+        if *status == 200 {
+            assert_eq!(&replay, answer, "{slug}: the first answer again");
+        }
+    }
+}
+
+/// The slug and id of every project of organization 1, through the pages.
+async fn slugs_of_org1(app: &TestApp, token: &str) -> Vec<(String, String)> {
+    let first = format!("/v1/projects?organization_id={}&limit=100", org_id(ORG1));
+    let mut path = first.clone();
+    let mut all = Vec::new();
+    loop {
+        let (status, page) = app.get_json(&path, token).await;
+        assert_eq!(status, 200, "{page}");
+        for project in page["data"].as_array().unwrap() {
+            let field = |name: &str| project[name].as_str().unwrap().to_owned();
+            all.push((field("slug"), field("id")));
+        }
+        if page["has_more"] != true {
+            return all;
+        }
+        path = format!("{first}&start_key={}", page["last_key"].as_str().unwrap());
+    }
 }

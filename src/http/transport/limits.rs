@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::http::error::ApiError;
 use crate::http::observe;
+use crate::store::deadline;
 
 /// Limits checked on every request before routing.
 #[derive(Clone, Debug)]
@@ -51,7 +52,11 @@ pub async fn enforce_limits(
     if header_bytes > limits.max_header_bytes {
         return ApiError::HeadersTooLarge.into_response();
     }
-    match tokio::time::timeout(limits.timeout, next.run(request)).await {
+    // The request's writes roll back rather than commit after this
+    // answers 503 for them (`store::deadline`).
+    let deadline = std::time::Instant::now() + limits.timeout;
+    let answer = deadline::for_request(deadline, next.run(request));
+    match tokio::time::timeout_at(deadline.into(), answer).await {
         Ok(response) => response,
         Err(_) => {
             tracing::warn!(

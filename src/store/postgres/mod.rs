@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use async_trait::async_trait;
@@ -42,12 +42,12 @@ use tokio_postgres::{Client, Config, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::metrics::{PoolUse, ReplicaUse};
-use crate::store::caller;
 use crate::store::driver::{Access, Driver, Freshness, Work, on_blocking_thread};
 use crate::store::error::StoreError;
 use crate::store::options::{Pooler, StoreOptions};
 use crate::store::outage::Outage;
 use crate::store::sql::db::{Db, EachRow, Param, Row};
+use crate::store::{caller, deadline};
 
 pub mod dialect;
 mod history;
@@ -404,6 +404,8 @@ pub struct PgSession {
     /// (`Db::expect_long_statements`); such statements wait for each other
     /// instead, for the exclusive connections.
     apart: bool,
+    /// The current write's deadline (`Db::set_deadline`).
+    deadline: Option<Instant>,
 }
 
 impl PgSession {
@@ -414,6 +416,7 @@ impl PgSession {
             exclusive: pinned,
             in_transaction: false,
             apart: false,
+            deadline: None,
         }
     }
 
@@ -493,7 +496,17 @@ impl Db for PgSession {
     }
 
     async fn begin_write(&mut self) -> Result<(), StoreError> {
-        self.begin("BEGIN").await
+        match self.deadline {
+            // No statement of the write outlasts its deadline (a lock
+            // waited for included): cancelled, it fails the transaction,
+            // which rolls back. One round trip with the BEGIN.
+            Some(deadline) => {
+                let left = deadline::millis_left(deadline);
+                self.begin(&format!("BEGIN; SET LOCAL statement_timeout = {left}"))
+                    .await
+            }
+            None => self.begin("BEGIN").await,
+        }
     }
 
     async fn commit(&mut self) -> Result<(), StoreError> {
@@ -506,6 +519,14 @@ impl Db for PgSession {
 
     fn in_transaction(&self) -> bool {
         self.in_transaction
+    }
+
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
     }
 
     fn expect_long_statements(&mut self, long: bool) {
@@ -732,8 +753,10 @@ impl From<tokio_postgres::Error> for StoreError {
             || code.code().starts_with("57P")
             || code.code().starts_with("53")
             || *code == SqlState::READ_ONLY_SQL_TRANSACTION
+            || *code == SqlState::QUERY_CANCELED
         {
-            // Connection failures, shutdowns, lack of resources, a standby.
+            // Connection failures, shutdowns, lack of resources, a standby,
+            // a statement cancelled at its write's deadline.
             Self::Unavailable(text)
         } else {
             Self::Internal(text)

@@ -11,6 +11,8 @@
 //! is the [`Dialect`](super::dialect::Dialect)'s, which lives with its
 //! driver.
 
+use std::time::Instant;
+
 use async_trait::async_trait;
 
 use crate::store::error::StoreError;
@@ -94,6 +96,12 @@ pub trait Db: Send {
     /// Whether a transaction is open on this connection.
     fn in_transaction(&self) -> bool;
 
+    /// From now on, the moment by which this connection's write
+    /// transactions must commit, or roll back instead (`deadline.rs`);
+    /// `None`: no such moment (reads, the operator's commands).
+    fn set_deadline(&mut self, deadline: Option<Instant>);
+    fn deadline(&self) -> Option<Instant>;
+
     /// From now on (`true`) or no more, statements may take milliseconds (a
     /// page merged from hundreds of organizations): the driver keeps them
     /// from holding up cheap ones (SQLite: off the request's worker thread;
@@ -156,11 +164,17 @@ macro_rules! transaction {
 pub(crate) use transaction;
 
 /// Ends the transaction a piece of work ran in: commits its success, rolls
-/// back its failure.
+/// back its failure, and rolls back whatever comes after the connection's
+/// deadline (its request may be answered 503 by now, and a 503 must have
+/// committed nothing).
 pub(crate) async fn finish<T>(
     db: &mut dyn Db,
     result: Result<T, StoreError>,
 ) -> Result<T, StoreError> {
+    let result = match db.deadline() {
+        Some(deadline) if Instant::now() >= deadline => Err(past_deadline()),
+        _ => result,
+    };
     match result {
         Ok(value) => {
             db.commit().await?;
@@ -171,6 +185,14 @@ pub(crate) async fn finish<T>(
             Err(error)
         }
     }
+}
+
+/// A write that did not commit by its deadline, counted.
+pub(crate) fn past_deadline() -> StoreError {
+    crate::metrics::write_past_deadline();
+    StoreError::Unavailable(
+        "the write had not committed by its deadline: nothing was written".into(),
+    )
 }
 
 /// Serialises a value that is ours to write: failing is a fault.

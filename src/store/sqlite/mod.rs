@@ -330,6 +330,14 @@ impl Db for r2d2::PooledConnection<Connector> {
         !self.connection.is_autocommit()
     }
 
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
     fn expect_long_statements(&mut self, long: bool) {
         self.long_statements = long;
     }
@@ -490,6 +498,8 @@ pub struct PooledSqlite {
     checked_at: Instant,
     /// Statements may take milliseconds now (`Db::expect_long_statements`).
     long_statements: bool,
+    /// The current write's deadline (`Db::set_deadline`).
+    deadline: Option<Instant>,
 }
 
 /// How often a pooled connection checks that its file is still in place
@@ -536,6 +546,7 @@ impl r2d2::ManageConnection for Connector {
             file: FileIdentity::of(&self.path)?,
             checked_at: self.clock.instant(),
             long_statements: false,
+            deadline: None,
         })
     }
 
