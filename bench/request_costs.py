@@ -2,6 +2,7 @@
 """What one request may cost (issue 44): the CPU a write's regex checks take.
 
     python3 bench/request_costs.py BINARY [BINARY ...]
+    CASES=activate-1000,dropped-1000 python3 bench/request_costs.py BINARY   # some cases only
 
 For each binary (a release build: the main commit's and this one's, say),
 on a fresh SQLite file: organization 1 with `writer` (admin) and project
@@ -123,7 +124,7 @@ def serve(binary, db):
     raise SystemExit("the server did not start")
 
 
-def request(host, port, token, path, body, timeout=120):
+def request(host, port, token, path, body, timeout=600):
     connection = http.client.HTTPConnection(host, port, timeout=timeout)
     connection.request("POST" if body is not None else "GET", path,
                        body=json.dumps(body) if body is not None else None,
@@ -175,7 +176,10 @@ def run(binary, pid, host, port, tokens):
          {"is_active": True}),
         ("dropped-1000", dropped, writer, "/v1/projects/p1/proxy-settings", revision(w20(1000, "d"))),
     ]
+    only = os.environ.get("CASES")
     for name, send, token, path, body in cases:
+        if only is not None and name not in only.split(","):
+            continue
         before = idle_cpu(pid)
         started = time.time()
         status, answer = send(host, port, token, path, body)

@@ -177,18 +177,8 @@ async fn a_body_over_the_budget_is_refused_and_nothing_is_stored() {
     require!(BACKEND);
     let (_sandbox, server, [writer, _, _]) = costs_server(&[]);
     let paths: Vec<String> = (0..8).map(heavy).collect();
-    let (status, answer) = post(
-        &server,
-        "/v1/projects/p1/proxy-settings",
-        &writer,
-        &revision_with(&paths),
-    )
-    .await;
-    assert_eq!(status, 400, "{answer}");
-    assert_error_shape(&answer);
-    let message = answer["error"]["params"][0]["message"].as_str().unwrap();
-    assert!(message.contains("at most 64 MiB in all"), "{answer}");
-    assert_eq!(error_param(&answer), "routes[5].path", "{answer}");
+    let (status, answer) = create_revision(&server, &writer, &paths).await;
+    assert_over_budget(status, &answer, "routes[5].path");
     // Compiled up to the member over budget, not past it.
     assert_eq!(server.metric(COMPILED).await, 6.0);
     assert_eq!(server.revisions("p1", &writer).await.len(), 2);
@@ -196,22 +186,29 @@ async fn a_body_over_the_budget_is_refused_and_nothing_is_stored() {
     let (status, before) = server.get("/v1/projects/p1", &writer).await;
     assert_eq!(status, 200);
     let (status, answer) = post(&server, "/v1/projects/p1", &writer, &cache_rules(&paths)).await;
-    assert_eq!(status, 400, "{answer}");
-    assert_eq!(error_param(&answer), "override_cache[5].path", "{answer}");
+    assert_over_budget(status, &answer, "override_cache[5].path");
     assert_eq!(server.get("/v1/projects/p1", &writer).await.1, before);
 
     // 1,000 routes of one pattern: one compile, accepted.
     let compiled = server.metric(COMPILED).await;
     let same: Vec<String> = vec!["^/\\w{20}$".to_owned(); 1000];
-    let (status, answer) = post(
-        &server,
-        "/v1/projects/p1/proxy-settings",
-        &writer,
-        &revision_with(&same),
-    )
-    .await;
+    let (status, answer) = create_revision(&server, &writer, &same).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(server.metric(COMPILED).await - compiled, 1.0);
+}
+
+async fn create_revision(server: &Server, token: &str, paths: &[String]) -> (u16, Value) {
+    let path = "/v1/projects/p1/proxy-settings";
+    post(server, path, token, &revision_with(paths)).await
+}
+
+/// A 400 naming `member` as the first one over the budget.
+fn assert_over_budget(status: u16, answer: &Value, member: &str) {
+    assert_eq!(status, 400, "{answer}");
+    assert_error_shape(answer);
+    assert_eq!(error_param(answer), member, "{answer}");
+    let message = answer["error"]["params"][0]["message"].as_str().unwrap();
+    assert!(message.contains("at most 64 MiB in all"), "{answer}");
 }
 
 /// A caller who closes its connection while its body's regexes are being
@@ -264,14 +261,7 @@ async fn checks_in_progress_leave_other_organizations_served() {
     metric_until(&server, COMPILED, |compiled| compiled >= 1.0).await;
     let (status, listing) = server.get("/v1/projects", &stranger).await;
     assert_eq!(status, 200, "{listing}");
-    let (status, written) = post(
-        &server,
-        "/v1/projects/q1",
-        &stranger,
-        &json!({"description": "meanwhile"}),
-    )
-    .await;
-    assert_eq!(status, 200, "{written}");
+    write_meanwhile(&server, &stranger).await;
     assert_eq!(
         answered.load(Ordering::SeqCst),
         0,
@@ -300,16 +290,16 @@ async fn an_activation_checks_outside_its_transaction() {
         )
     };
     metric_until(&server, COMPILED, |compiled| compiled >= 1.0).await;
-    let (status, written) = post(
-        &server,
-        "/v1/projects/q1",
-        &stranger,
-        &json!({"description": "meanwhile"}),
-    )
-    .await;
-    assert_eq!(status, 200, "{written}");
+    write_meanwhile(&server, &stranger).await;
     assert!(!activation.is_finished(), "the write waited for the check");
     let (status, answer) = activation.await.unwrap();
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["is_active"], json!(true));
+}
+
+/// Another organization's project changed (q1, by `stranger`): a 200.
+async fn write_meanwhile(server: &Server, stranger: &str) {
+    let change = json!({"description": "meanwhile"});
+    let (status, written) = post(server, "/v1/projects/q1", stranger, &change).await;
+    assert_eq!(status, 200, "{written}");
 }
