@@ -18,7 +18,7 @@ request alone, the server's CPU (utime + stime of its process, from
 - heaviest-revision: 5 distinct `\\w{200}` routes (about 53 MiB compiled,
   the most of that size under the 64 MiB budget);
 - activate-1000: updateProjectProxySettings dry run activating revision 2;
-- dropped-1000: revision-1000 with the connection closed right after sending.
+- dropped-1000: revision-1000 with the connection closed a second after sending.
 
 Then item 2's case: two clients sending dry-run activations of revision 2
 in a loop for 10 s, while `other` lists its projects one request after
@@ -142,6 +142,8 @@ def dropped(host, port, token, path, body):
             f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n").encode()
     s = socket.create_connection((host, port))
     s.sendall(head + data)
+    # Long enough for the server to begin its checks.
+    time.sleep(1)
     s.close()
     return "closed", b""
 
@@ -193,9 +195,11 @@ def run(binary, pid, host, port, tokens):
         end = time.time() + seconds
         while time.time() < end:
             started = time.time()
-            status, _ = request(host, port, other, "/v1/projects", None, timeout=60)
+            try:
+                request(host, port, other, "/v1/projects", None, timeout=60)
+            except TimeoutError:
+                print("other org GET /v1/projects: no answer within 60 s")
             latencies.append(time.time() - started)
-            assert status in (200, 503), status
         latencies.sort()
         return statistics.median(latencies), latencies[int(len(latencies) * 0.99) - 1], len(latencies)
 
@@ -205,7 +209,7 @@ def run(binary, pid, host, port, tokens):
     def dry_runs():
         while not stop.is_set():
             request(host, port, writer, "/v1/projects/p1/proxy-settings/2?dry_run=true",
-                    {"is_active": True}, timeout=60)
+                    {"is_active": True})
 
     loops = [threading.Thread(target=dry_runs) for _ in range(2)]
     for loop in loops:
