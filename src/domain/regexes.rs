@@ -25,10 +25,10 @@ use regex_automata::util::syntax;
 use super::validate::{FieldError, REGEX_RULE, REGEX_SIZE_LIMIT};
 
 /// Most compiled size the regexes of one request may sum to: 64 MiB,
-/// about 0.4 CPU-second of compiling on the 2-core VM (bench/RESULTS.md).
-/// A revision of 1,000 routes of distinct `^/[a-z0-9-]+/\w{1,8}$`-like
-/// patterns (about 20 KiB each) takes a fraction of it; a body that spends
-/// it asks for hundreds of regexes of megabytes each.
+/// about 0.25 CPU-second of compiling in a release build on the 2-core VM
+/// (bench/RESULTS.md). A revision of 1,000 distinct routes like
+/// `^/[a-z0-9-]+/[^/]+\.png$` (8 KiB each) takes an eighth of it; about
+/// 60 distinct Unicode `\w{20}` (1.07 MiB each) spend it.
 pub const REGEX_BUDGET: usize = 64 * 1024 * 1024;
 
 /// Set when the request a check works for is given up (its future was
