@@ -48,6 +48,8 @@ pub const BUILD_INFO: &str = "proxydeck_build_info";
 pub const REPLICA_LAG: &str = "proxydeck_db_replica_lag_seconds";
 pub const REPLICA_USABLE: &str = "proxydeck_db_replica_usable";
 pub const READS_SERVED: &str = "proxydeck_db_reads_total";
+pub const REGEXES_COMPILED: &str = "proxydeck_regexes_compiled_total";
+pub const CHECKS_GIVEN_UP: &str = "proxydeck_checks_given_up_total";
 const WRITES_PAST_DEADLINE: &str = "proxydeck_db_writes_past_deadline_total";
 
 /// The `route` label of a request no route matched: one value, whatever
@@ -79,6 +81,8 @@ struct Recorder {
     page_bodies_from_memory: Counter,
     page_bodies_from_database: Counter,
     sqlite_vm_steps: Counter,
+    regexes_compiled: Counter,
+    checks_given_up: Counter,
 }
 
 /// Installs the process's recorder, if it is not yet. Recording installs
@@ -129,6 +133,8 @@ fn recorder() -> &'static Recorder {
             page_bodies_from_memory: counter!(PAGE_BODIES, "from" => "memory"),
             page_bodies_from_database: counter!(PAGE_BODIES, "from" => "database"),
             sqlite_vm_steps: counter!(SQLITE_VM_STEPS),
+            regexes_compiled: counter!(REGEXES_COMPILED),
+            checks_given_up: counter!(CHECKS_GIVEN_UP),
         }
     })
 }
@@ -220,6 +226,14 @@ fn describe() {
     describe_counter!(
         READS_SERVED,
         "With read replicas: reads a replica answered (server=replica), and reads that could have gone to one that the primary answered (server=primary: none was current enough, none answers, or the one chosen failed the read)."
+    );
+    describe_counter!(
+        REGEXES_COMPILED,
+        "Regexes compiled to check a request's body or a revision being activated (identical patterns of one request count once)."
+    );
+    describe_counter!(
+        CHECKS_GIVEN_UP,
+        "Checks of a request's regexes stopped before their end: the caller closed the connection or the request timed out."
     );
     describe_gauge!(
         BUILD_INFO,
@@ -410,6 +424,16 @@ pub fn write_past_deadline() {
 /// for each 429 it answers.
 pub fn rate_limit_rejected() {
     recorder().rate_limit_rejections.increment(1);
+}
+
+/// A regex compiled by a request's checks (`domain::regexes`).
+pub fn regex_compiled() {
+    recorder().regexes_compiled.increment(1);
+}
+
+/// A request's checks stopped because nobody waits for them any more.
+pub fn check_given_up() {
+    recorder().checks_given_up.increment(1);
 }
 
 pub fn token_miss_remembered() {

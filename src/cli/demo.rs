@@ -307,7 +307,10 @@ mod tests {
             // The API's checks too: every demo revision can be activated.
             if let ImportRecord::ProxySettings(settings) = &record {
                 let written = serde_json::to_value(settings).unwrap();
-                let problems = crate::domain::proxy_settings::activation_problems(&written);
+                let mut regexes = crate::domain::regexes::RegexChecks::new(Default::default());
+                let problems =
+                    crate::domain::proxy_settings::activation_problems(&written, &mut regexes)
+                        .unwrap();
                 assert!(problems.is_empty(), "{line}: {problems:?}");
             }
         }

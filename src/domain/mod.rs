@@ -15,6 +15,7 @@ pub mod organization_set;
 pub mod pagination;
 pub mod project;
 pub mod proxy_settings;
+pub mod regexes;
 pub mod time;
 pub mod token;
 pub mod url_password;

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::regexes::{RegexChecks, Stopped};
 use super::time::Timestamp;
 use super::validate::{self, FieldError, each};
 use super::{geo, ids, object_tag};
@@ -377,13 +378,18 @@ const PROBE_ORGANIZATION: &str = "00000000-0000-7000-8000-000000000000";
 impl ProjectChange {
     /// `members` (a body that passed its operation's schema, without the
     /// project's `id`), or every member at fault.
-    pub fn check(members: Map<String, Value>) -> Result<Self, Vec<FieldError>> {
+    /// `checks` compiles the regex members ([`regex_problems`]); `Err(None)`
+    /// when they were stopped (nobody waits for the answer).
+    pub fn check(
+        members: Map<String, Value>,
+        checks: &mut RegexChecks,
+    ) -> Result<Self, Option<Vec<FieldError>>> {
         let mut probe = Project::new(PROBE_ID.into(), PROBE_ORGANIZATION.into());
         // A body the schema let through that still does not make a
         // project: a fault of the schema, told as the body's.
         probe
             .apply(&members)
-            .map_err(|problem| vec![problem.within("body")])?;
+            .map_err(|problem| Some(vec![problem.within("body")]))?;
         let mut problems: Vec<FieldError> = probe
             .problems()
             .into_iter()
@@ -392,11 +398,11 @@ impl ProjectChange {
         if members.contains_key("slug") {
             problems.extend(probe.check_slug().err());
         }
-        problems.extend(regex_problems(&members));
+        problems.extend(regex_problems(&members, checks).map_err(|Stopped| None)?);
         if problems.is_empty() {
             Ok(Self { members })
         } else {
-            Err(problems)
+            Err(Some(problems))
         }
     }
 
@@ -432,22 +438,27 @@ impl ProjectChange {
 /// sets (a project stored before it keeps its regexes until a write sets
 /// the member): `proxy_only_path_regex`, and the `path` of a cache rule
 /// or of a rate-limiting rule's conditions whose `regex` is true, compile
-/// ([`validate::regex`]). Every member at fault is named. It reads the
-/// body as JSON, so that it also runs beside the schema's check (members
-/// of another shape are the schema's to report). Imports do not apply it.
-pub fn regex_problems(members: &Map<String, Value>) -> Vec<FieldError> {
+/// within the request's budget ([`RegexChecks`]). Every member at fault is
+/// named. It reads the body as JSON, so that it also runs beside the
+/// schema's check (members of another shape are the schema's to report).
+/// Imports do not apply it.
+pub fn regex_problems(
+    members: &Map<String, Value>,
+    checks: &mut RegexChecks,
+) -> Result<Vec<FieldError>, Stopped> {
     let mut problems = Vec::new();
-    let mut check = |path: Option<&Value>, field: String| {
+    let mut check = |path: Option<&Value>, field: String| -> Result<(), Stopped> {
         if let Some(path) = path.and_then(Value::as_str)
-            && let Err(problem) = validate::regex(path)
+            && let Err(problem) = checks.check(path)?
         {
             problems.push(problem.within(&field));
         }
+        Ok(())
     };
     check(
         members.get("proxy_only_path_regex"),
         "proxy_only_path_regex".into(),
-    );
+    )?;
     let rules = |name: &str| {
         members
             .get(name)
@@ -460,7 +471,7 @@ pub fn regex_problems(members: &Map<String, Value>) -> Vec<FieldError> {
         |rule: Option<&Value>| rule.and_then(|r| r.get("regex")) == Some(&Value::Bool(true));
     for (i, rule) in rules("override_cache") {
         if is_regex(Some(rule)) {
-            check(rule.get("path"), format!("override_cache[{i}].path"));
+            check(rule.get("path"), format!("override_cache[{i}].path"))?;
         }
     }
     for (i, rule) in rules("rate_limiting") {
@@ -469,10 +480,10 @@ pub fn regex_problems(members: &Map<String, Value>) -> Vec<FieldError> {
             check(
                 conditions.and_then(|c| c.get("path")),
                 format!("rate_limiting[{i}].conditions.path"),
-            );
+            )?;
         }
     }
-    problems
+    Ok(problems)
 }
 
 /// The member a problem's field is in (`override_cache[0].ttl` is in

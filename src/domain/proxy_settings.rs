@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::json_patch::{self, Operation};
+use super::regexes::{RegexChecks, Stopped};
 use super::validate::{self, FieldError, each};
 use super::{geo, ids, object_tag};
 
@@ -204,8 +205,8 @@ impl ProxySettings {
 /// too: these do not, so that an export holding revisions stored before
 /// them imports again). Each member at fault is named:
 ///
-/// - a route's `path` compiles as a regex when its `regex` is true
-///   ([`validate::regex`]);
+/// - a route's `path` compiles as a regex when its `regex` is true, within
+///   the request's budget ([`RegexChecks`]);
 /// - a backend's `address` is a host with an optional port
 ///   ([`validate::backend_address`]);
 /// - a backend's `ca_certificate`, when given and not empty, is PEM
@@ -221,8 +222,11 @@ impl ProxySettings {
 /// It reads the revision as JSON (a request body, or a stored revision
 /// written out), so that it also runs beside the schema's check of a body:
 /// members of another shape are the schema's to report and are passed
-/// over here.
-pub fn activation_problems(revision: &Value) -> Vec<FieldError> {
+/// over here. `Err` when the checks were stopped (nobody waits for them).
+pub fn activation_problems(
+    revision: &Value,
+    checks: &mut RegexChecks,
+) -> Result<Vec<FieldError>, Stopped> {
     let mut problems = Vec::new();
     for (i, backend) in items(revision.get("backends")) {
         let member = |name: &str| backend.get(name).and_then(Value::as_str);
@@ -245,7 +249,7 @@ pub fn activation_problems(revision: &Value) -> Vec<FieldError> {
     for (i, route) in items(revision.get("routes")) {
         if route.get("regex") == Some(&Value::Bool(true))
             && let Some(path) = route.get("path").and_then(Value::as_str)
-            && let Err(problem) = validate::regex(path)
+            && let Err(problem) = checks.check(path)?
         {
             problems.push(problem.within(&format!("routes[{i}].path")));
         }
@@ -265,7 +269,7 @@ pub fn activation_problems(revision: &Value) -> Vec<FieldError> {
             }
         }
     }
-    problems
+    Ok(problems)
 }
 
 /// The elements of an array member, with their index; none when it is
@@ -330,6 +334,7 @@ fn compared(settings: &ProxySettings) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::regexes::Stop;
     use serde_json::json;
 
     fn parse(value: serde_json::Value) -> Result<ProxySettings, String> {
@@ -428,7 +433,9 @@ mod tests {
                        {"path": "/", "backend_name": "b"},
                        {"path": "/x", "backend_name": "b", "rank": "-0"}]});
         assert!(parse(revision.clone()).is_ok(), "the import takes it");
-        let named: Vec<String> = activation_problems(&revision)
+        let checks = || RegexChecks::new(Stop::new());
+        let named: Vec<String> = activation_problems(&revision, &mut checks())
+            .unwrap()
             .into_iter()
             .map(|problem| problem.field)
             .collect();
@@ -447,8 +454,12 @@ mod tests {
         );
         // Members of another shape are the schema's to name.
         assert!(
-            activation_problems(&json!({"backends": [{"address": 3}], "routes": {"x": 1}}))
-                .is_empty()
+            activation_problems(
+                &json!({"backends": [{"address": 3}], "routes": {"x": 1}}),
+                &mut checks()
+            )
+            .unwrap()
+            .is_empty()
         );
     }
 

@@ -116,12 +116,11 @@ pub fn ip_or_cidr(value: &str) -> bool {
 /// The largest program a regex member may compile to: the `regex`
 /// crate's own default (10 MiB), the limit under which the platform's
 /// proxy compiles a route's regex (`Regex::new`), so that every regex an
-/// edge takes is taken here. It bounds the time and memory one check
-/// takes: near it a regex takes about 50 ms to compile (a release build
-/// on the 2-core VM: `^/\w{200}$`, Unicode-aware, passes in 50 ms,
-/// `^/\w{300}$` is refused after 52 ms; `^/\w{32}$` takes 7 ms), on a
-/// thread of the blocking pool for a request's body
-/// (`http::body::off_the_runtime`).
+/// edge takes is taken here. Near it a regex takes about 50 ms to compile
+/// (a release build on the 2-core VM: `^/\w{200}$`, Unicode-aware, passes
+/// in 50 ms, `^/\w{300}$` is refused after 52 ms). What all the regexes of
+/// one request may cost is bounded by `regexes::REGEX_BUDGET`, which
+/// compiles them (`regexes::RegexChecks`).
 pub const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
 
 /// The rule of every regex member (a route's `path` with `regex`,
@@ -129,34 +128,6 @@ pub const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
 /// `regex`).
 pub const REGEX_RULE: &str =
     "must be a regular expression in the RE2-like syntax of Rust's regex crate";
-
-/// `value` compiles as a regex of the `regex` crate (RE2-like syntax: no
-/// look-around, no backreferences), within [`REGEX_SIZE_LIMIT`]. The error
-/// says why not, in the crate's words (its last line: the pattern is not
-/// repeated back).
-pub fn regex(value: &str) -> Result<(), FieldError> {
-    let compiled = ::regex::RegexBuilder::new(value)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build();
-    match compiled {
-        Ok(_) => Ok(()),
-        Err(::regex::Error::CompiledTooBig(_)) => Err(FieldError::value(format!(
-            "{REGEX_RULE}: it compiles to more than {} MiB",
-            REGEX_SIZE_LIMIT >> 20
-        ))),
-        Err(error) => {
-            let text = error.to_string();
-            let reason = text
-                .lines()
-                .rev()
-                .map(str::trim)
-                .find(|line| !line.is_empty())
-                .unwrap_or_default();
-            let reason = reason.strip_prefix("error: ").unwrap_or(reason);
-            Err(FieldError::value(format!("{REGEX_RULE}: {reason}")))
-        }
-    }
-}
 
 pub const ADDRESS_RULE: &str = "must be a host, then optionally :port: a DNS name, an IPv4 address or an IPv6 address in brackets, and a port from 1 to 65535 (origin.example.com, 192.0.2.7:8080, [2001:db8::1]:443); without a port an edge connects to 443 when TLS is on, else 80";
 
@@ -303,36 +274,6 @@ mod tests {
         // What the pattern lets through must still be an absolute URL.
         assert!(optional_web_url("url", "http://").is_err());
         assert!(optional_web_url("url", "https://exa mple.com").is_err());
-    }
-
-    #[test]
-    fn regexes_compile_or_say_why_not() {
-        for good in [
-            "^/eu/.*",
-            "",
-            "(?i)/Images/[a-z0-9]+\\.png$",
-            "\\d{1,3}",
-            "\\p{Greek}",
-            "^/[\\w-]+/\\w{10}$",
-            // Over 1 MiB compiled, under the crate's 10 MiB: the edge takes them.
-            "^/\\w{32}$",
-            "\\w{60}",
-            "(?:\\w+/){20}\\w+",
-        ] {
-            assert!(regex(good).is_ok(), "{good}");
-        }
-        for (bad, reason) in [
-            ("(", "unclosed group"),
-            ("[a-", "unclosed character class"),
-            ("(?=x)", "look-around"),
-            ("\\1", "backreferences are not supported"),
-            ("a{1000}{1000}", "compiles to more than 10 MiB"),
-            ("\\w{300}", "compiles to more than 10 MiB"),
-        ] {
-            let error = regex(bad).unwrap_err();
-            assert!(error.message.contains(reason), "{bad}: {error}");
-            assert!(!error.message.contains('\n'), "{bad}: {error}");
-        }
     }
 
     #[test]

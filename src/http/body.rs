@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::domain::FieldError;
+use crate::domain::regexes::{RegexChecks, Stop};
 use crate::http::error::ApiError;
 use crate::http::schema;
 
@@ -50,6 +51,13 @@ impl JsonBody {
         }
     }
 
+    /// A top-level member, if any: what a write reads of its body before
+    /// its caller's rights are known (createProject's `organization_id`),
+    /// at no cost that grows with the body.
+    pub fn member(&self, name: &str) -> Option<&Value> {
+        self.value.get(name)
+    }
+
     /// SHA-256 (hex) of the body's content, whatever its spacing and the
     /// order of its members: what an idempotency key is bound to.
     pub fn digest(&self) -> String {
@@ -62,17 +70,35 @@ impl JsonBody {
     }
 }
 
-/// Runs a body's checks on a thread of the blocking pool, not on the
+/// Runs a request's checks on a thread of the blocking pool, never on the
 /// runtime's workers: those that compile regexes (a revision's 1,000
-/// routes, a project's cache and rate-limiting rules) may take seconds
-/// (`domain::validate::REGEX_SIZE_LIMIT`), and the other requests go on
-/// meanwhile.
+/// routes, a project's cache and rate-limiting rules) may take a second
+/// (`domain::regexes::REGEX_BUDGET`), and the other requests go on
+/// meanwhile. The checks get the request's [`RegexChecks`], which take
+/// one of the process's few compiling slots before their first regex
+/// (`domain::regexes::compiling_slots`), and stop before their next regex
+/// when the request is given up: this future dropped because the caller
+/// closed the connection or the request timed out (`transport::limits`).
+/// docs/security.md, "What one request may cost".
 pub async fn off_the_runtime<T: Send + 'static>(
-    checks: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+    checks: impl FnOnce(&mut RegexChecks) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(checks)
+    let stop = Stop::new();
+    let _given_up = StopOnDrop(stop.clone());
+    let mut regexes = RegexChecks::new(stop);
+    tokio::task::spawn_blocking(move || checks(&mut regexes))
         .await
         .map_err(|_| ApiError::Internal)?
+}
+
+/// Stops a request's checks when the request's future is dropped (and,
+/// harmlessly, when it ends).
+struct StopOnDrop(Stop);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 fn body_problem(message: &str) -> ApiError {

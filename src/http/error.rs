@@ -320,6 +320,14 @@ impl From<AuthError> for ApiError {
 
 /// Store faults are logged here, where they turn into a bare 500/503: the
 /// client learns nothing of their cause.
+/// Checks stopped because the request was given up (its caller went
+/// away, or it timed out): nobody reads this answer.
+impl From<crate::domain::regexes::Stopped> for ApiError {
+    fn from(_: crate::domain::regexes::Stopped) -> Self {
+        Self::Unavailable
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
@@ -342,9 +350,6 @@ impl From<StoreError> for ApiError {
                 code: None,
             },
             StoreError::Invalid(problem) => Self::InvalidBody(vec![problem]),
-            StoreError::StoredBeforeRules { revision, problems } => {
-                Self::StoredBeforeRules { revision, problems }
-            }
             StoreError::TokenRefused(state) => Self::Unauthenticated(state.refusal().into()),
             StoreError::Forbidden(message) => Self::Forbidden(message),
             StoreError::TooManyNewTokens {

@@ -30,14 +30,6 @@ pub enum StoreError {
     /// The write names something that does not exist or breaks a rule.
     #[error("{0}")]
     Invalid(FieldError),
-    /// The stored revision an activation names breaks checks made after
-    /// it was stored (`proxy_settings::activation_problems`): every member
-    /// at fault, by its path in the revision.
-    #[error("revision {revision} breaks {} check(s) made since it was stored", problems.len())]
-    StoredBeforeRules {
-        revision: u32,
-        problems: Vec<FieldError>,
-    },
     /// The caller's token no longer authenticates anyone (found by a
     /// write, which reads its token in its own transaction).
     #[error("{}", .0.refusal())]

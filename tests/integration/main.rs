@@ -31,6 +31,7 @@ mod sqlite {
     mod proxy_settings;
     mod proxy_settings_checks;
     mod proxy_settings_writes;
+    mod request_costs;
     mod request_values;
     mod store_contract;
     mod token_writes;
@@ -58,6 +59,7 @@ mod postgres {
     mod proxy_settings;
     mod proxy_settings_checks;
     mod proxy_settings_writes;
+    mod request_costs;
     mod request_values;
     mod store_contract;
     mod token_writes;

@@ -14,6 +14,7 @@ use crate::domain::access::{self, Action, Facts, Refusal};
 use crate::domain::ids;
 use crate::domain::pagination::DEFAULT_LIMIT;
 use crate::domain::project::{self, ProjectChange};
+use crate::domain::regexes::{RegexChecks, Stopped};
 use crate::http::body::{JsonBody, off_the_runtime};
 use crate::http::caller::Caller;
 use crate::http::error::ApiError;
@@ -23,6 +24,8 @@ use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::http::writes::OperationHeaders;
 use crate::store::api::projects::{CreateProject, DeleteProject, GetProject, UpdateProject};
+use crate::store::api::request::WriteRequest;
+use crate::store::api::writes::{MayWrite, WriteTarget};
 use crate::store::{Listing, ProjectsQuery};
 
 pub fn routes(state: &AppState) -> Routes {
@@ -71,10 +74,27 @@ async fn create(
     headers: OperationHeaders,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
+    // Rights first (auth, then rights, then the body's checks): the
+    // organization the body names, when it names one at all.
+    let organization = body
+        .member("organization_id")
+        .and_then(Value::as_str)
+        .and_then(ids::parse_organization_id);
+    let Some(organization) = organization else {
+        // No organization to ask about: the schema names what is wrong,
+        // and no regex is compiled for a caller of unknown rights.
+        let _ = body.checked("ProjectCreateInput", slug_problems)?;
+        return Err(ApiError::InvalidBody(vec![FieldError::new(
+            "organization_id",
+            ids::ORGANIZATION_ID_RULE,
+        )]));
+    };
+    let request = headers.write_request(&caller, "createProject", None);
+    may_write(&app, &request, WriteTarget::Organization(organization)).await?;
     let digest = body.digest();
-    let change = off_the_runtime(move || {
-        let members = body.checked("ProjectCreateInput", rule_problems)?;
-        ProjectChange::check(members).map_err(ApiError::InvalidBody)
+    let change = off_the_runtime(move |regexes| {
+        let members = body.checked("ProjectCreateInput", |body| rule_problems(body, regexes))?;
+        check_change(members, regexes)
     })
     .await?;
     let project = change.new_project(ids::new_id());
@@ -107,9 +127,12 @@ async fn update(
     ProjectId(id): ProjectId,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
+    let request = headers.write_request(&caller, "updateProject", None);
+    may_write(&app, &request, WriteTarget::Project(id.clone())).await?;
     let path_id = id.clone();
-    let change = off_the_runtime(move || {
-        let mut members = body.checked("ProjectUpdateInput", rule_problems)?;
+    let change = off_the_runtime(move |regexes| {
+        let mut members =
+            body.checked("ProjectUpdateInput", |body| rule_problems(body, regexes))?;
         if let Some(sent) = members.remove("id")
             && sent.as_str() != Some(path_id.as_str())
         {
@@ -118,10 +141,9 @@ async fn update(
                 "must be the project id of the path",
             )]));
         }
-        ProjectChange::check(members).map_err(ApiError::InvalidBody)
+        check_change(members, regexes)
     })
     .await?;
-    let request = headers.write_request(&caller, "updateProject", None);
     Ok(object_response(
         app.store
             .run(UpdateProject {
@@ -131,6 +153,45 @@ async fn update(
             })
             .await?,
     ))
+}
+
+/// Whether the caller may change projects of `target`, asked of the store
+/// before a write checks its body: a caller who may not gets the write's
+/// own refusal (401, 403, or the same 404 for what does not exist and what
+/// it cannot see) without the server compiling anything for it
+/// (docs/management.md, "Order of refusals").
+pub(super) async fn may_write(
+    app: &AppState,
+    request: &WriteRequest,
+    target: WriteTarget,
+) -> Result<(), ApiError> {
+    may(app, request, Action::ChangeProjects, target).await
+}
+
+pub(super) async fn may(
+    app: &AppState,
+    request: &WriteRequest,
+    action: Action,
+    target: WriteTarget,
+) -> Result<(), ApiError> {
+    let asked = MayWrite {
+        request: request.clone(),
+        action,
+        target,
+    };
+    Ok(app.store.run(asked).await?)
+}
+
+/// A change's own rules, its regexes compiled by `regexes`.
+fn check_change(
+    members: serde_json::Map<String, Value>,
+    regexes: &mut RegexChecks,
+) -> Result<ProjectChange, ApiError> {
+    match ProjectChange::check(members, regexes) {
+        Ok(change) => Ok(change),
+        Err(Some(problems)) => Err(ApiError::InvalidBody(problems)),
+        Err(None) => Err(Stopped.into()),
+    }
 }
 
 async fn delete(
@@ -147,16 +208,25 @@ async fn delete(
 
 /// The slug's rule and the regex members' (`project::regex_problems`),
 /// beside the schema's checks (which do not read patterns), so that one
-/// 400 names them with the schema's problems.
-fn rule_problems(body: &Value) -> Vec<FieldError> {
-    let mut problems: Vec<FieldError> = match body.get("slug").and_then(Value::as_str) {
-        Some(slug) => project::check_slug(slug).err().into_iter().collect(),
-        None => Vec::new(),
-    };
+/// 400 names them with the schema's problems. Checks stopped find nothing
+/// more: nobody reads the answer.
+fn rule_problems(body: &Value, regexes: &mut RegexChecks) -> Vec<FieldError> {
+    let mut problems = slug_problems(body);
     if let Some(members) = body.as_object() {
-        problems.extend(project::regex_problems(members));
+        problems.extend(
+            project::regex_problems(members, regexes)
+                .into_iter()
+                .flatten(),
+        );
     }
     problems
+}
+
+fn slug_problems(body: &Value) -> Vec<FieldError> {
+    match body.get("slug").and_then(Value::as_str) {
+        Some(slug) => project::check_slug(slug).err().into_iter().collect(),
+        None => Vec::new(),
+    }
 }
 
 /// The project id of a path (`/v1/projects/{id}...`): 1 to 64 characters

@@ -13,10 +13,12 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Map, Value};
 
-use super::projects::ProjectId;
+use super::projects::{ProjectId, may, may_write};
 use crate::domain::FieldError;
+use crate::domain::access::Action;
 use crate::domain::pagination::DEFAULT_PROXY_SETTINGS_LIMIT;
 use crate::domain::proxy_settings::{DryRun, ProxySettings, activation_problems};
+use crate::domain::regexes::RegexChecks;
 use crate::http::body::{JsonBody, off_the_runtime};
 use crate::http::caller::Caller;
 use crate::http::error::ApiError;
@@ -27,9 +29,11 @@ use crate::http::state::AppState;
 use crate::http::writes::OperationHeaders;
 use crate::store::StoreError;
 use crate::store::api::proxy_settings::{
-    CreateProxySettings, SettingsChange, TryCreateProxySettings, TryUpdateProxySettings,
-    UpdateProxySettings,
+    CreateProxySettings, RevisionToActivate, SettingsChange, TryCreateProxySettings,
+    TryUpdateProxySettings, UpdateProxySettings,
 };
+use crate::store::api::request::WriteRequest;
+use crate::store::api::writes::WriteTarget;
 use crate::store::{Listing, ProxySettingsQuery};
 
 pub fn routes(state: &AppState) -> Routes {
@@ -73,8 +77,11 @@ async fn create(
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let dry_run = dry_run(query.as_deref(), &headers)?;
+    // Rights first, then the body's checks (docs/management.md).
+    let request = headers.write_request(&caller, "createProjectProxySettings", None);
+    may_write(&app, &request, WriteTarget::Project(project_id.clone())).await?;
     let digest = body.digest();
-    let settings = off_the_runtime(move || new_revision(body)).await?;
+    let settings = off_the_runtime(move |regexes| new_revision(body, regexes)).await?;
     let request = headers.write_request(&caller, "createProjectProxySettings", Some(digest));
     let create = CreateProxySettings {
         request,
@@ -99,15 +106,36 @@ async fn update(
 ) -> Result<Response, ApiError> {
     let revision = revision_number(&revision)?;
     let dry_run = dry_run(query.as_deref(), &headers)?;
+    let request = headers.write_request(&caller, "updateProjectProxySettings", None);
+    // The body is small (a description, a flag: the schema bounds it), but
+    // rights come first all the same: to activate or deactivate a revision
+    // is an action of its own (`UpdateProxySettings::action`).
+    let action = match body.member("is_active") {
+        Some(_) => Action::ActivateRevision,
+        None => Action::ChangeProjects,
+    };
+    may(
+        &app,
+        &request,
+        action,
+        WriteTarget::Project(project_id.clone()),
+    )
+    .await?;
     let members = body.checked("ProxySettingsUpdateInput", |_| Vec::new())?;
+    let is_active = members.get("is_active").and_then(Value::as_bool);
+    let checked_for_activation = if is_active == Some(true) {
+        checked_for_activation(&app, &request, &project_id, revision).await?
+    } else {
+        false
+    };
     let change = SettingsChange {
         description: members
             .get("description")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        is_active: members.get("is_active").and_then(Value::as_bool),
+        is_active,
+        checked_for_activation,
     };
-    let request = headers.write_request(&caller, "updateProjectProxySettings", None);
     let update = UpdateProxySettings {
         request,
         project_id,
@@ -121,13 +149,47 @@ async fn update(
     Ok(object_response(app.store.run(update).await?))
 }
 
+/// The checks before activation of the stored revision an update (or its
+/// dry run) activates, run before the store's write or read and outside
+/// them, off the runtime (its regexes may take a second to compile: they
+/// must not hold the store's writer nor a worker): `true` when they were
+/// run and passed, `false` when the revision is active already (nothing
+/// to check); a 400 naming every member of the stored revision at fault
+/// otherwise. A caller who may not activate it gets the write's refusal,
+/// and nothing is compiled for it.
+async fn checked_for_activation(
+    app: &AppState,
+    request: &WriteRequest,
+    project_id: &str,
+    revision: u32,
+) -> Result<bool, ApiError> {
+    let to_activate = RevisionToActivate {
+        request: request.clone(),
+        project_id: project_id.to_owned(),
+        revision,
+    };
+    let Some(settings) = app.store.run(to_activate).await? else {
+        return Ok(false);
+    };
+    off_the_runtime(move |regexes| {
+        let written = serde_json::to_value(&settings).map_err(|_| ApiError::Internal)?;
+        let problems = activation_problems(&written, regexes)?;
+        if problems.is_empty() {
+            Ok(true)
+        } else {
+            Err(ApiError::StoredBeforeRules { revision, problems })
+        }
+    })
+    .await
+}
+
 /// A new revision's body checked: by its schema, then by the domain's
 /// rules, every member at fault named in one 400 (the import's rules'
 /// first problem, and all the checks before activation find).
-fn new_revision(body: JsonBody) -> Result<ProxySettings, ApiError> {
+fn new_revision(body: JsonBody, regexes: &mut RegexChecks) -> Result<ProxySettings, ApiError> {
     let members = body.checked("ProxySettingsCreateInput", |body| {
         let mut problems = body.as_object().map(rank_problems).unwrap_or_default();
-        problems.extend(activation_problems(body));
+        problems.extend(activation_problems(body, regexes).into_iter().flatten());
         problems
     })?;
     let problems = rank_problems(&members);
@@ -135,7 +197,7 @@ fn new_revision(body: JsonBody) -> Result<ProxySettings, ApiError> {
         return Err(ApiError::InvalidBody(problems));
     }
     let mut body = Value::Object(members);
-    let mut problems = activation_problems(&body);
+    let mut problems = activation_problems(&body, regexes)?;
     // A stand-in: the store numbers the revision.
     body["revision"] = 1.into();
     let settings: ProxySettings = serde_json::from_value(body)

@@ -14,7 +14,7 @@ use super::request::{ObjectAnswer, WriteRequest};
 use super::writes::{self, Change, Fed};
 use crate::domain::access::{self, Action, Facts};
 use crate::domain::change::ChangeKind;
-use crate::domain::proxy_settings::{DryRun, ProxySettings, activation_problems};
+use crate::domain::proxy_settings::{DryRun, ProxySettings};
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
 use crate::store::listing::ProxySettingsQuery;
@@ -28,6 +28,51 @@ use crate::store::sql::keyset::{StartKeys, json_page, keyset_select};
 pub struct SettingsChange {
     pub description: Option<String>,
     pub is_active: Option<bool>,
+    /// Whether the revision passed the checks before activation, run by
+    /// the caller on what [`RevisionToActivate`] read, outside any
+    /// transaction: its regexes take seconds to compile, which must not
+    /// hold the store's writer. A revision's backends and routes never
+    /// change, so the check holds for the write.
+    pub checked_for_activation: bool,
+}
+
+/// The revision an updateProjectProxySettings with `is_active: true`
+/// would activate, read for its checks before the write (or the dry run)
+/// runs: `None` when it is active already (nothing to check), 404 when
+/// unknown, the write's refusals (401, 403, 404) for a caller who may not
+/// activate it, and its 412 for an `If-Match` it does not meet. A read:
+/// nothing is locked.
+#[derive(Clone, Debug)]
+pub struct RevisionToActivate {
+    pub request: WriteRequest,
+    pub project_id: String,
+    pub revision: u32,
+}
+
+operation!(RevisionToActivate => to_activate, FreshRead, "revision_to_activate" -> Option<ProxySettings>);
+
+async fn to_activate(
+    db: &mut dyn Db,
+    asked: &RevisionToActivate,
+) -> Result<Option<ProxySettings>, StoreError> {
+    let now = Timestamp::now();
+    let project_id = &asked.project_id;
+    transaction!(db, begin_read, {
+        writable_project(
+            db,
+            &asked.request,
+            Action::ActivateRevision,
+            project_id,
+            now,
+        )
+        .await?;
+        let (settings, version) = stored(db, project_id, asked.revision)
+            .await?
+            .ok_or_else(no_revision)?;
+        // The write's order of refusals: its 412 before the checks' 400.
+        writes::check_if_match(&asked.request, version)?;
+        Ok((!settings.is_active).then_some(settings))
+    })
 }
 
 fn no_revision() -> StoreError {
@@ -393,9 +438,9 @@ struct PlannedUpdate {
 }
 
 /// The revision (404 when unknown), `If-Match` against its version (412),
-/// the checks before activation when the update activates it (400, naming
-/// the members of the stored revision at fault), and the active revision
-/// it deactivates.
+/// that the checks before activation were run when the update activates
+/// it (by the caller, [`RevisionToActivate`]), and the active revision it
+/// deactivates.
 async fn plan_update(
     db: &mut dyn Db,
     UpdateProxySettings {
@@ -410,16 +455,12 @@ async fn plan_update(
         .ok_or_else(no_revision)?;
     writes::check_if_match(request, version)?;
     let activates = change.is_active == Some(true) && !settings.is_active;
-    if activates {
-        let problems = activation_problems(&serde_json::to_value(&settings).map_err(|e| {
-            StoreError::Internal(format!("cannot write revision {revision} as JSON: {e}"))
-        })?);
-        if !problems.is_empty() {
-            return Err(StoreError::StoredBeforeRules {
-                revision: *revision,
-                problems,
-            });
-        }
+    if activates && !change.checked_for_activation {
+        // It was active when it was read for its checks, and another
+        // write deactivated it since: its checks were not run.
+        return Err(StoreError::Conflict(format!(
+            "revision {revision} was deactivated while this request was being checked; send it again"
+        )));
     }
     let active = active_revision(db, project_id).await?;
     let deactivated = match &active {

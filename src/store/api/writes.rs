@@ -10,6 +10,7 @@ use crate::domain::access::{self, Action, Facts, Standing, TokenState};
 use crate::domain::change::ChangeKind;
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
+use crate::store::operation::operation;
 use crate::store::sql::db::{Db, Param, query_opt};
 use crate::store::sql::keyset::timestamp_opt;
 
@@ -146,6 +147,47 @@ pub(super) async fn authorize(
     ));
     access::decide(action, facts).map_err(|refusal| StoreError::refused(refusal, target.kind()))?;
     Ok(organization)
+}
+
+/// Whether a write's caller may do `action` to a project or in an
+/// organization, asked before the write does any work that grows with its
+/// body (checking its regexes): the same statement and refusals (401,
+/// 403, 404 alike for what does not exist and what the caller cannot see)
+/// as the write's own transaction, which decides again. A read: no lock
+/// is taken, nothing is written.
+#[derive(Clone, Debug)]
+pub struct MayWrite {
+    pub request: WriteRequest,
+    pub action: Action,
+    pub target: WriteTarget,
+}
+
+/// What a [`MayWrite`] asks about.
+#[derive(Clone, Debug)]
+pub enum WriteTarget {
+    /// A project, by id (updateProject, a project's proxy settings).
+    Project(String),
+    /// An organization, by id (createProject).
+    Organization(String),
+}
+
+operation!(MayWrite => may_write, FreshRead, "may_write" -> ());
+
+async fn may_write(db: &mut dyn Db, asked: &MayWrite) -> Result<(), StoreError> {
+    let now = Timestamp::now();
+    let target = match &asked.target {
+        WriteTarget::Project(id) => Target::Project(id),
+        WriteTarget::Organization(id) => Target::Organization(id),
+    };
+    // One statement: no transaction needed.
+    let organization = authorize(db, &asked.request, asked.action, target, now).await?;
+    match (organization, target) {
+        (Some(_), _) => Ok(()),
+        (None, target) => Err(StoreError::NotFound {
+            kind: target.kind(),
+            id: String::new(),
+        }),
+    }
 }
 
 /// `If-Match` against the object's version now.
