@@ -67,17 +67,21 @@ fn reads_from_replica(app: &TestApp) -> bool {
     app.store.replica_use().iter().any(|replica| replica.usable)
 }
 
-/// What the metrics say of the replica.
-async fn replica_metrics(app: &TestApp) -> Vec<String> {
-    let metrics = app
-        .client
+/// The service's `/metrics` text.
+async fn metrics_text(app: &TestApp) -> String {
+    app.client
         .get(app.url("/metrics"))
         .send()
         .await
         .expect("the metrics answer")
         .text()
         .await
-        .expect("a text");
+        .expect("a text")
+}
+
+/// What the metrics say of the replica.
+async fn replica_metrics(app: &TestApp) -> Vec<String> {
+    let metrics = metrics_text(app).await;
     metrics
         .lines()
         .filter(|line| line.starts_with("proxydeck_db_replica_"))
@@ -356,15 +360,7 @@ async fn a_read_the_replica_fails_is_counted_as_the_primarys_and_its_pools_are_s
         "the replica answered"
     );
 
-    let metrics = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .expect("the metrics answer")
-        .text()
-        .await
-        .expect("a text");
+    let metrics = metrics_text(app).await;
     let replica_label = format!("replica=\"{}/.s.PGSQL.5432\"", replica.dir.display());
     for pool in ["shared", "exclusive"] {
         let size = metrics.lines().find(|line| {

@@ -494,26 +494,12 @@ async fn identical_reads_at_the_same_time_share_one_statement() {
     let (statements_before, shared_before) = (statements(), shared());
 
     let org_1 = organizations(store.store.as_ref(), &[1]).await;
-    let (locked, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
-    let holder = std::thread::spawn({
-        let url = url.clone();
-        let (locked, release) = (locked.0, release.1);
-        move || {
-            let mut client = postgres_client(&url);
-            let mut transaction = client.transaction().unwrap();
-            transaction
-                .batch_execute(
-                    "LOCK TABLE projects IN ACCESS EXCLUSIVE MODE;
-                     UPDATE projects SET body = replace(body, '\"slug\":\"p3\"', '\"slug\":\"changed\"')
-                      WHERE id = 'p3'",
-                )
-                .unwrap();
-            locked.send(()).unwrap();
-            release.recv().unwrap();
-            transaction.commit().unwrap();
-        }
-    });
-    locked.1.recv().unwrap();
+    let holder = Held::in_transaction(
+        &url,
+        "LOCK TABLE projects IN ACCESS EXCLUSIVE MODE;
+         UPDATE projects SET body = replace(body, '\"slug\":\"p3\"', '\"slug\":\"changed\"')
+          WHERE id = 'p3'",
+    );
     let read = || {
         let (store, org_1) = (store.clone(), org_1.clone());
         tokio::spawn(async move { first_page_of(store.store.as_ref(), &org_1, 3).await })
@@ -530,8 +516,7 @@ async fn identical_reads_at_the_same_time_share_one_statement() {
         1,
         "the later reads sent statements of their own"
     );
-    release.0.send(()).unwrap();
-    holder.join().unwrap();
+    holder.commit();
     first.await.unwrap().unwrap();
     let mut answers = Vec::new();
     for read in later {
@@ -728,24 +713,8 @@ async fn a_write_held_by_a_lock_lets_go_at_its_deadline() {
     app.seed(vec![org(1), user("u1", &[1])]).await;
     let token = app.token("u1").await;
     let url = app.data.sql_url().to_owned();
-    let (locked, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
-    let holder = std::thread::spawn({
-        let url = url.clone();
-        let (locked, release) = (locked.0, release.1);
-        move || {
-            let mut client = postgres_client(&url);
-            let transaction = client.transaction().unwrap();
-            // Reads go on; inserts wait.
-            let mut transaction = transaction;
-            transaction
-                .batch_execute("LOCK TABLE projects IN SHARE MODE")
-                .unwrap();
-            locked.send(()).unwrap();
-            release.recv().unwrap();
-            transaction.rollback().unwrap();
-        }
-    });
-    locked.1.recv().unwrap();
+    // Reads go on; inserts wait.
+    let holder = Held::in_transaction(&url, "LOCK TABLE projects IN SHARE MODE");
     let body = serde_json::json!({"organization_id": org_id(1), "slug": "held"});
     let (status, answer, _) = send(
         &app,
@@ -764,8 +733,7 @@ async fn a_write_held_by_a_lock_lets_go_at_its_deadline() {
         ) == 0
     })
     .await;
-    release.0.send(()).unwrap();
-    holder.join().unwrap();
+    holder.commit();
     let (status, listing) = app.get_json("/v1/projects", &token).await;
     assert_eq!(status, 200);
     assert_eq!(
@@ -773,4 +741,34 @@ async fn a_write_held_by_a_lock_lets_go_at_its_deadline() {
         serde_json::json!([]),
         "nothing was created"
     );
+}
+
+/// A transaction of another session that ran `sql` and stays open (its
+/// locks held) until [`Held::commit`].
+struct Held {
+    release: std::sync::mpsc::Sender<()>,
+    holder: std::thread::JoinHandle<()>,
+}
+
+impl Held {
+    fn in_transaction(url: &str, sql: &str) -> Self {
+        let (locked, is_locked) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (url, sql) = (url.to_owned(), sql.to_owned());
+        let holder = std::thread::spawn(move || {
+            let mut client = postgres_client(&url);
+            let mut transaction = client.transaction().unwrap();
+            transaction.batch_execute(&sql).unwrap();
+            locked.send(()).unwrap();
+            released.recv().unwrap();
+            transaction.commit().unwrap();
+        });
+        is_locked.recv().unwrap();
+        Self { release, holder }
+    }
+
+    fn commit(self) {
+        self.release.send(()).unwrap();
+        self.holder.join().unwrap();
+    }
 }
