@@ -659,7 +659,11 @@ async fn an_outage_is_answered_at_once_and_logged_once() {
 async fn a_postgres_errors_log_text_is_its_sqlstate_and_names_not_its_message() {
     require!(Backend::Postgres);
     let data = TestStore::new(Backend::Postgres).await;
-    let (client, connection) = tokio_postgres::connect(data.sql_url(), tokio_postgres::NoTls)
+    // As the suite reaches the server (TLS when the URL asks for it).
+    let settings = store::PostgresSettings::from_url(data.sql_url()).expect("a valid URL");
+    let (client, connection) = settings
+        .config
+        .connect(settings.tls)
         .await
         .expect("PostgreSQL answers");
     tokio::spawn(connection);
