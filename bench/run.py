@@ -1516,7 +1516,10 @@ def feed_store(label, database, args, env, work, across=False):
     stderr = open(os.path.join(work, f"feed-serve-{label}.log"), "wb")
     server = subprocess.Popen(
         [PROXYDECK, "--database", database, "serve", "--listen", f"127.0.0.1:{port}",
-         "--rate-limit", "1000000", "--max-connections", str(connections)],
+         "--rate-limit", "1000000", "--max-connections", str(connections),
+         # Every follower is the one bench user's, on one token: the
+         # per-caller bounds (docs/security.md) are lifted to the load.
+         "--feed-follows-per-token", str(connections), "--feed-follows-per-user", str(connections)],
         env=env, stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=raise_open_files)
     writer = None
     write_base = base
