@@ -85,7 +85,9 @@ write. On SQLite, and on PostgreSQL with --postgres. --quick: 200 idle,
 
 Timings are printed, never asserted: these machines are shared and noisy,
 so read ratios measured in one run. Release binaries are looked for in
-$CARGO_TARGET_DIR/release (default: target/release beside this folder).
+$CARGO_TARGET_DIR/release (default: target/release beside this folder);
+with PROXYDECK_BENCH_PROFILE=dev, the dev profile's in .../debug (CI's
+--quick runs: answers checked, no figure worth reading).
 """
 
 import argparse
@@ -113,9 +115,15 @@ from collections import defaultdict
 from types import SimpleNamespace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The binaries measured: the release profile's. PROXYDECK_BENCH_PROFILE=dev
+# takes the dev profile's instead (target/debug, which the tests' build has
+# already made): for CI's --quick runs, which check answers and never
+# timings, so that CI does not spend a release build with LTO on them.
+DEV_PROFILE = os.environ.get("PROXYDECK_BENCH_PROFILE") == "dev"
+CARGO_PROFILE = [] if DEV_PROFILE else ["--release"]
 # cargo's own rule: $CARGO_TARGET_DIR, relative to where cargo runs (ROOT).
-RELEASE = os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR") or "target", "release")
-PROXYDECK = os.path.join(RELEASE, "proxydeck")
+BINARIES = os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR") or "target", "debug" if DEV_PROFILE else "release")
+PROXYDECK = os.path.join(BINARIES, "proxydeck")
 TOKENS = 25  # the benchmark user's tokens: more than a page of them
 
 
@@ -128,12 +136,12 @@ def run(args, **kwargs):
 
 
 def build(mix=False):
-    """The release binaries the run needs (cargo honours CARGO_TARGET_DIR)."""
-    log("building the release binaries")
+    """The binaries the run needs (cargo honours CARGO_TARGET_DIR)."""
+    log(f"building the binaries ({'dev' if DEV_PROFILE else 'release'} profile)")
     examples = ["--example", "generate", "--example", "ceiling"]
     if mix:
         examples += ["--example", "bench_store"]
-    run(["cargo", "build", "--release", "--quiet", "--bin", "proxydeck", *examples], cwd=ROOT)
+    run(["cargo", "build", *CARGO_PROFILE, "--quiet", "--bin", "proxydeck", *examples], cwd=ROOT)
 
 
 def ensure_oha():
@@ -316,7 +324,7 @@ class Ceiling:
         self.args = args
         port = free_port()
         self.url = f"http://127.0.0.1:{port}/v1/projects?limit=20"
-        self.server = Process([os.path.join(RELEASE, "examples", "ceiling"), f"127.0.0.1:{port}", str(size)],
+        self.server = Process([os.path.join(BINARIES, "examples", "ceiling"), f"127.0.0.1:{port}", str(size)],
                               env, os.path.join(work, f"ceiling-{port}.log"))
 
     def __enter__(self):
@@ -368,7 +376,7 @@ def report(runs, shape, args):
 # ---------------------------------------------------------------------------
 
 MIX_LUA = os.path.join(ROOT, "bench", "mix.lua")
-BENCH_STORE = os.path.join(RELEASE, "examples", "bench_store")
+BENCH_STORE = os.path.join(BINARIES, "examples", "bench_store")
 # The names `bench_store mint` gives a user's tokens, in turn.
 MINT_NAMES = ("ci", "deploy", "laptop", "terraform", "monitoring")
 WRITES_PER_SECOND = 50
@@ -401,9 +409,8 @@ MIX_SCENARIOS = [
 def ensure_wrk():
     """wrk from Debian's packages, when it is missing."""
     if shutil.which("wrk") is None:
-        log("wrk is missing: running apt-get update, then apt-get install -y wrk")
-        run(["apt-get", "update", "-q"], stdout=subprocess.DEVNULL)
-        run(["apt-get", "install", "-y", "-q", "wrk"], stdout=subprocess.DEVNULL)
+        log("wrk is missing: installing it with apt-get (.ci/apt-install)")
+        run([os.path.join(ROOT, ".ci", "apt-install"), "wrk"])
 
 
 def org_id(n):
@@ -880,7 +887,7 @@ class MixCeiling:
         port = free_port()
         self.base = f"http://127.0.0.1:{port}/"
         self.log = os.path.join(work, f"ceiling-{port}.log")
-        self.server = Process([os.path.join(RELEASE, "examples", "ceiling"), f"127.0.0.1:{port}", str(round(size))],
+        self.server = Process([os.path.join(BINARIES, "examples", "ceiling"), f"127.0.0.1:{port}", str(round(size))],
                               env, self.log)
 
     def __enter__(self):
@@ -1434,7 +1441,7 @@ def run_mix(args):
         log(f"generating the mix data: {shape['projects']:,} projects, {shape['organizations']:,} "
             f"organizations, {shape['users']:,} users")
         with open(data_file, "w") as out:
-            run([os.path.join(RELEASE, "examples", "generate"), "--mix", "--projects", str(shape["projects"]),
+            run([os.path.join(BINARIES, "examples", "generate"), "--mix", "--projects", str(shape["projects"]),
                  "--organizations", str(shape["organizations"]), "--users", str(shape["users"]),
                  "--big-organizations", str(shape["big"]), "--meta", meta_path], stdout=out)
         with open(meta_path) as file:
@@ -1541,7 +1548,7 @@ def feed_store(label, database, args, env, work, across=False):
         rss_before = memory_mib(server.pid, "VmRSS")
         log(f"{label}: opening {args.idle:,} idle and {args.active:,} active followers")
         follower = subprocess.Popen(
-            [os.path.join(RELEASE, "examples", "feed_followers"), base, token, "?project_id=quiet",
+            [os.path.join(BINARIES, "examples", "feed_followers"), base, token, "?project_id=quiet",
              str(args.idle), f"?organization_id={FEED_ORG_BUSY}", str(args.active),
              "/v1/projects/busy", str(args.writes), write_base],
             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -1583,8 +1590,8 @@ def run_feed(args):
     else:
         args.idle, args.active, args.writes, args.idle_seconds = 10_000, 1_000, 50, 10
     if not args.no_build:
-        log("building the release binaries")
-        run(["cargo", "build", "--release", "--quiet", "--bin", "proxydeck",
+        log(f"building the binaries ({'dev' if DEV_PROFILE else 'release'} profile)")
+        run(["cargo", "build", *CARGO_PROFILE, "--quiet", "--bin", "proxydeck",
              "--example", "feed_followers"], cwd=ROOT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROXYDECK_")}
     env["RUST_LOG"] = env.get("RUST_LOG", "info,refinery_core=warn")
@@ -1699,7 +1706,7 @@ def main():
         data_file = os.path.join(work, "data.ndjson")
         log(f"generating {shape['projects']:,} projects")
         with open(data_file, "w") as out:
-            run([os.path.join(RELEASE, "examples", "generate"),
+            run([os.path.join(BINARIES, "examples", "generate"),
                  "--projects", str(shape["projects"]), "--organizations", str(shape["organizations"]),
                  "--focus-projects", str(shape["focus"]), "--revised-projects", str(shape["revised"]),
                  "--revisions", str(shape["revisions"])], stdout=out)
