@@ -9,16 +9,17 @@
 //! (`cache/shared_reads.rs`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use crate::store::api;
 use crate::store::cache::recent_pages::{CommitMarks, RecentPages};
 use crate::store::cache::shared_reads::SharedReads;
-use crate::store::driver::{Access, Driver, Freshness, Work, within};
+use crate::store::driver::{Access, Driver, Freshness};
+use crate::store::engine::bounded_read::bounded_read;
 use crate::store::error::StoreError;
 use crate::store::listing::{Listing, ListingKey};
+use crate::store::operations;
 use crate::store::page::JsonPage;
 use crate::store::sql::dialect::Dialect;
 
@@ -89,66 +90,12 @@ impl<D: Driver> Reader<D> {
                 operation,
                 Access::Read(freshness),
                 input,
-                |db, (dialect, key)| Box::pin(api::read_page(db, *dialect, key)),
+                |db, (dialect, key)| Box::pin(operations::read_page(db, *dialect, key)),
             )
         };
         match &self.shared {
             Some(shared) if freshness == Freshness::Any => shared.read(key, statement),
             _ => Box::pin(statement(key)),
         }
-    }
-}
-
-/// Runs a request's read, bounded in time by `request_timeout`. One that
-/// fails as unavailable is tried once more, on another connection, within
-/// the same bound: a pooled connection that went stale (the database
-/// restarted) fails only once.
-pub(crate) async fn bounded_read<D: Driver, Q, T>(
-    driver: Arc<D>,
-    request_timeout: Duration,
-    operation: &'static str,
-    read: Access,
-    input: Arc<Q>,
-    work: Work<Q, T>,
-) -> Result<T, StoreError>
-where
-    Q: Send + Sync + 'static,
-    T: Send + 'static,
-{
-    let started = Instant::now();
-    let _timer = OperationTimer::start(operation);
-    let attempt = |limit| within(limit, driver.run(read, input.clone(), work));
-    match attempt(request_timeout).await {
-        Err(StoreError::Unavailable(first)) if started.elapsed() < request_timeout => {
-            match attempt(request_timeout.saturating_sub(started.elapsed())).await {
-                // The first failure marked the database down: it is what
-                // this request met, and what its log line should say.
-                Err(StoreError::Down) => Err(StoreError::Unavailable(first)),
-                result => result,
-            }
-        }
-        result => result,
-    }
-}
-
-/// Records how long a store operation took when dropped: on success, on
-/// failure, and when the request that awaited it went away.
-pub(crate) struct OperationTimer {
-    operation: &'static str,
-    started: Instant,
-}
-
-impl OperationTimer {
-    pub(crate) fn start(operation: &'static str) -> Self {
-        Self {
-            operation,
-            started: Instant::now(),
-        }
-    }
-}
-
-impl Drop for OperationTimer {
-    fn drop(&mut self) {
-        crate::metrics::store_operation(self.operation, self.started.elapsed());
     }
 }
