@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use crate::domain::url_password;
 use crate::metrics::{PoolUse, ReplicaUse};
 use engine::Engine;
-use engine::reader::ReadPath;
+use engine::reader::{ReadPage, ReadPath};
 use postgres::PostgresDriver;
 use postgres::dialect::POSTGRES;
 use sqlite::SqliteDriver;
@@ -150,6 +150,10 @@ impl DatabaseUrl {
     }
 }
 
+/// The end of every store's read path: a page read by the API's listing
+/// operations.
+const READ_PAGE: ReadPage = |db, dialect, key| Box::pin(operations::read_page(db, dialect, key));
+
 /// Opens the store `url` names, first applying the migrations it lacks,
 /// then rewriting bodies of an older shape. The SQL dialect is chosen
 /// here, once, with the driver.
@@ -167,6 +171,7 @@ pub async fn open(url: &DatabaseUrl, options: &StoreOptions) -> anyhow::Result<S
             ReadPath {
                 recent_pages: caches.recent_pages,
                 shared_reads: false,
+                read_page: READ_PAGE,
             },
         )),
         DatabaseUrl::Postgres(url) => Backend::Postgres(Engine::new(
@@ -176,12 +181,20 @@ pub async fn open(url: &DatabaseUrl, options: &StoreOptions) -> anyhow::Result<S
             ReadPath {
                 recent_pages: false,
                 shared_reads: caches.shared_reads,
+                read_page: READ_PAGE,
             },
         )),
     };
     let store = Store(backend);
-    on_engine!(store, engine => engine.upgrade_stored_bodies().await)
+    // The stored bodies of an older shape, rewritten through the domain
+    // types.
+    let changed = store
+        .run(operator::shapes::UpgradeStoredBodies)
+        .await
         .map_err(|e| anyhow::anyhow!("cannot rewrite the stored bodies: {e}"))?;
+    if changed > 0 {
+        tracing::info!(bodies = changed, "rewrote stored bodies of an older shape");
+    }
     Ok(store)
 }
 

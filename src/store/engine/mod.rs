@@ -17,7 +17,6 @@ use crate::metrics::{PoolUse, ReplicaUse};
 use crate::store::driver::{Access, Driver, Freshness, Work};
 use crate::store::error::StoreError;
 use crate::store::listing::Listing;
-use crate::store::operator;
 use crate::store::options::StoreOptions;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, past_deadline};
@@ -118,16 +117,6 @@ impl<D: Driver> Engine<D> {
     /// A page of a listing, through the read path.
     pub async fn list(&self, listing: Listing) -> Result<JsonPage, StoreError> {
         self.reader.page(listing).await
-    }
-
-    /// Rewrites the stored bodies of an older shape through the domain
-    /// types; run once when the store opens.
-    pub async fn upgrade_stored_bodies(&self) -> Result<u64, StoreError> {
-        let changed = self.run(operator::shapes::UpgradeStoredBodies).await?;
-        if changed > 0 {
-            tracing::info!(bodies = changed, "rewrote stored bodies of an older shape");
-        }
-        Ok(changed)
     }
 
     pub fn pool_use(&self) -> Vec<PoolUse> {

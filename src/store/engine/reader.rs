@@ -19,16 +19,26 @@ use crate::store::driver::{Access, Driver, Freshness};
 use crate::store::engine::bounded_read::bounded_read;
 use crate::store::error::StoreError;
 use crate::store::listing::{Listing, ListingKey};
-use crate::store::operations;
 use crate::store::page::JsonPage;
+use crate::store::sql::db::Db;
 use crate::store::sql::dialect::Dialect;
 
-/// The caches a store's read path keeps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How a store's read path reads: the caches it keeps, and the operation
+/// that reads a page from the database (`operations::read_page`, handed
+/// in by `store::open` so that the engine imports no operation).
+#[derive(Clone, Copy)]
 pub struct ReadPath {
     pub recent_pages: bool,
     pub shared_reads: bool,
+    pub read_page: ReadPage,
 }
+
+/// A page of a listing, read on a connection in a dialect.
+pub type ReadPage = for<'a> fn(
+    &'a mut dyn Db,
+    Dialect,
+    &'a ListingKey,
+) -> BoxFuture<'a, Result<JsonPage, StoreError>>;
 
 pub struct Reader<D: Driver> {
     driver: Arc<D>,
@@ -39,6 +49,7 @@ pub struct Reader<D: Driver> {
     recent: Option<RecentPages>,
     /// Identical reads at the same time share a statement (PostgreSQL).
     shared: Option<SharedReads>,
+    read_page: ReadPage,
 }
 
 impl<D: Driver> Reader<D> {
@@ -54,6 +65,7 @@ impl<D: Driver> Reader<D> {
             driver,
             dialect,
             timeout,
+            read_page: path.read_page,
         }
     }
 
@@ -81,16 +93,17 @@ impl<D: Driver> Reader<D> {
         freshness: Freshness,
     ) -> BoxFuture<'static, Result<JsonPage, StoreError>> {
         let (driver, dialect, timeout) = (self.driver.clone(), self.dialect, self.timeout);
+        let read_page = self.read_page;
         let statement = move |key: ListingKey| {
             let operation = key.listing().operation();
-            let input = Arc::new((dialect, key));
+            let input = Arc::new((dialect, key, read_page));
             bounded_read(
                 driver.clone(),
                 timeout,
                 operation,
                 Access::Read(freshness),
                 input,
-                |db, (dialect, key)| Box::pin(operations::read_page(db, *dialect, key)),
+                |db, (dialect, key, read_page)| read_page(db, *dialect, key),
             )
         };
         match &self.shared {
