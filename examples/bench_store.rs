@@ -42,7 +42,7 @@ use anyhow::{Context, bail};
 use bench_data::{Random, project};
 use futures_util::StreamExt;
 use proxydeck::domain::import::{ImportBatch, ImportError, parse_line};
-use proxydeck::store::operator::directory::{CreateToken, RevokeToken};
+use proxydeck::store::operator::admin::{CreateToken, RevokeToken};
 use proxydeck::store::operator::import::Import;
 use proxydeck::store::{self, DatabaseUrl, NewToken, Store, StoreOptions};
 use tokio::sync::{mpsc, oneshot};

@@ -16,7 +16,7 @@ use crate::clock::Clock;
 use crate::console;
 use crate::feed::{Feed, FeedOptions};
 use crate::http::transport::server::{self, ServerOptions};
-use crate::http::{self as api, AppState, Metering, MetricsRoute, RequestLimits, Routes, Services};
+use crate::http::{self, AppState, Metering, MetricsRoute, RequestLimits, Routes, Services};
 use crate::quotas::{Follows, QuotaOptions};
 use crate::rate_limit::failures::FailureLimiter;
 use crate::rate_limit::{RateLimitOptions, RateLimiter};
@@ -153,7 +153,7 @@ impl Service {
         });
         let (router, admin) = match admin_listener {
             None => (
-                api::router(
+                http::router(
                     state,
                     options.limits,
                     MetricsRoute::Included,
@@ -162,13 +162,13 @@ impl Service {
                 None,
             ),
             Some(admin_listener) => (
-                api::router(
+                http::router(
                     state.clone(),
                     options.limits.clone(),
                     MetricsRoute::Excluded,
                     console_routes(options.console),
                 ),
-                Some((admin_listener, api::admin_router(state, options.limits))),
+                Some((admin_listener, http::admin_router(state, options.limits))),
             ),
         };
         Ok(Self {

@@ -19,7 +19,7 @@ use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::domain::token::{self, TokenDigest};
 use crate::metrics;
-use crate::store::api::auth::{FindToken, RecordTokenUses};
+use crate::store::operations::auth::{FindToken, RecordTokenUses};
 use crate::store::{Store, StoreError, TokenGrant, TokenUse};
 
 #[derive(Clone, Debug)]

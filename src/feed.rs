@@ -27,7 +27,9 @@ use tokio::time::Instant;
 use crate::clock::Clock;
 use crate::domain::change::{Change, Cursor};
 use crate::domain::organization_set::OrganizationSet;
-use crate::store::api::changes::{ChangeScope, ChangesRead, PruneChanges, ReadChanges, SCAN_LIMIT};
+use crate::store::operations::changes::{
+    ChangeScope, ChangesRead, PruneChanges, ReadChanges, SCAN_LIMIT,
+};
 use crate::store::{Store, StoreError};
 
 #[derive(Clone, Debug)]

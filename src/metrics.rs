@@ -414,7 +414,7 @@ pub fn read_served(by_replica: bool) {
     counter!(READS_SERVED, "server" => server).increment(1);
 }
 
-/// A write rolled back at its deadline (`store/deadline.rs`).
+/// A write rolled back at its deadline (`store/engine/deadline.rs`).
 pub fn write_past_deadline() {
     recorder();
     counter!(WRITES_PAST_DEADLINE).increment(1);

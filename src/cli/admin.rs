@@ -17,10 +17,10 @@ use crate::domain::directory::{
 };
 use crate::domain::ids;
 use crate::domain::time::Timestamp;
-use crate::store::operator::audit::AuditQuery;
-use crate::store::operator::directory::{
+use crate::store::operator::admin::{
     CreateOrganization, CreateToken, CreateUser, RemoveProject, RevokeToken,
 };
+use crate::store::operator::audit::AuditQuery;
 use crate::store::operator::export::{AllOrganizations, AllUsers, UserTokens};
 use crate::store::{NewToken, Store};
 

@@ -18,7 +18,7 @@ use crate::domain::import::{ImportBatch, ImportRecord, ObjectCounts};
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
-use crate::store::operator::directory::CreateToken;
+use crate::store::operator::admin::CreateToken;
 use crate::store::operator::import::Import;
 use crate::store::{self, DatabaseUrl, NewToken, StoreOptions};
 

@@ -177,7 +177,7 @@ pub fn is_slug(text: &str) -> bool {
 
 /// The slug an organization named `name` starts from: its ASCII letters
 /// and digits, lowercased, every other run of characters one `-`; `org`
-/// when nothing is left. Stores make it unique (`store/operator/directory.rs`).
+/// when nothing is left. Stores make it unique (`store/operator/admin.rs`).
 pub fn slug_of(name: &str) -> String {
     let mut slug = String::with_capacity(name.len().min(MAX_SLUG_CHARS));
     for c in name.chars() {

@@ -61,7 +61,7 @@ pub async fn authenticate(State(app): State<AppState>, request: Request, next: N
 
 /// Runs the request's handler for `principal`; when the store reads from
 /// replicas, its work as the caller's, so that its reads see its own
-/// writes (store/caller.rs). Without them nothing is kept per caller.
+/// writes (store/driver/caller.rs). Without them nothing is kept per caller.
 async fn run_as(
     principal: Arc<Principal>,
     app: &AppState,

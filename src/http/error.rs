@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::auth::AuthError;
+use crate::domain::access::Refusal;
 use crate::domain::token;
 use crate::http::observe::current_request_id;
 use crate::http::respond::json_body;
@@ -73,6 +74,27 @@ impl ApiError {
             param: param.into(),
             rule: rule.into(),
         }
+    }
+
+    /// The answer to an action the access rule refused
+    /// (`domain::access`): 401 for a token that no longer authenticates
+    /// anyone, 404 naming `kind` for an object the caller may not see (as
+    /// for one that does not exist), 403 naming the role that may not.
+    pub fn refused(refusal: Refusal, kind: &'static str) -> Self {
+        match refusal {
+            Refusal::Token(state) => Self::Unauthenticated(state.refusal().into()),
+            Refusal::NotFound => Self::no_such(kind),
+            Refusal::Forbidden { role, may_not } => {
+                Self::Forbidden(format!("the {} role may not {may_not}", role.as_str()))
+            }
+        }
+    }
+
+    /// 404 for an object that does not exist or the caller may not see.
+    /// The id is not repeated: it is the caller's input, which may be
+    /// anything, a pasted secret included.
+    pub fn no_such(kind: &str) -> Self {
+        Self::NotFound(format!("no such {kind}"))
     }
 
     /// `start_key` never named an item of the list as the caller sees it.
@@ -332,9 +354,7 @@ impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::UnknownStartKey => Self::unknown_start_key(),
-            // The id is not repeated: it is the caller's input, which may be
-            // anything, a pasted secret included.
-            StoreError::NotFound { kind, .. } => Self::NotFound(format!("no such {kind}")),
+            StoreError::NotFound { kind, .. } => Self::no_such(kind),
             StoreError::Unavailable(cause) => {
                 tracing::warn!(%cause, request_id = current_request_id(), "store unavailable");
                 Self::Unavailable
@@ -350,8 +370,7 @@ impl From<StoreError> for ApiError {
                 code: None,
             },
             StoreError::Invalid(problem) => Self::InvalidBody(vec![problem]),
-            StoreError::TokenRefused(state) => Self::Unauthenticated(state.refusal().into()),
-            StoreError::Forbidden(message) => Self::Forbidden(message),
+            StoreError::Refused { refusal, kind } => Self::refused(refusal, kind),
             StoreError::TooManyNewTokens {
                 most,
                 retry_after_seconds,
@@ -359,7 +378,7 @@ impl From<StoreError> for ApiError {
                 retry_after_seconds,
                 by: Throttle::NewTokens(most),
             },
-            StoreError::PreconditionFailed => Self::PreconditionFailed,
+            StoreError::VersionMismatch => Self::PreconditionFailed,
             StoreError::IdempotencyKeyReused => Self::Conflict {
                 message: "this Idempotency-Key was used with another request body".into(),
                 code: Some("idempotency_key_reused"),

@@ -1,28 +1,31 @@
 //! The HTTP layer. Its floor: how answers and errors are written
-//! (`respond`, `error`, `conditional`), what requests bring (`caller`,
-//! `query`, `body`, `schema`, `writes`), how routes are declared
-//! (`routes`), what handlers reach (`state`), and the request log and
-//! metrics (`observe`). Above it: the API by resource (`api/`, each file
-//! with its `routes()`), the operator's endpoints (`operations`), the
-//! document (`openapi`), and the transport that carries requests in and
-//! answers out (`transport/`). Here, the roof: the routers, assembled.
+//! (`respond`, `error`: the status and words of every answer, the store's
+//! outcomes included, `conditional`), what requests bring (`caller`,
+//! `query`, `body`, `schema`, and a write's headers in
+//! `operation_headers`), how routes are declared (`routes`), what handlers
+//! reach (`state`), and the request log and metrics (`observe`). Above it:
+//! the API's handlers by resource (`handlers/`, each file with its
+//! `routes()`), the operator's monitoring endpoints (`monitoring`:
+//! `/healthz`, `/readyz`, `/metrics`), the document (`openapi`), and the
+//! transport that carries requests in and answers out (`transport/`).
+//! Here, the roof: the routers, assembled.
 
-pub mod api;
 pub mod body;
 pub mod caller;
 pub mod conditional;
 pub mod error;
+pub mod handlers;
 pub mod metering;
+pub mod monitoring;
 pub mod observe;
 pub mod openapi;
-pub mod operations;
+pub mod operation_headers;
 pub mod query;
 pub mod respond;
 pub mod routes;
 pub mod schema;
 pub mod state;
 pub mod transport;
-pub mod writes;
 
 use axum::Router;
 use axum::middleware;
@@ -30,7 +33,7 @@ use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 pub use metering::Metering;
-pub use operations::MetricsRoute;
+pub use monitoring::MetricsRoute;
 pub use routes::Routes;
 pub use state::{AppState, Services};
 pub use transport::limits::RequestLimits;
@@ -51,14 +54,14 @@ pub fn router(
     beside: Routes,
 ) -> Router {
     let routes = Routes::new()
-        .merge(api::projects::routes(&state))
-        .merge(api::proxy_settings::routes(&state))
-        .merge(api::api_tokens::routes(&state))
-        .merge(api::organizations::routes(&state))
-        .merge(api::users::routes(&state))
-        .merge(api::changes::routes(&state))
-        .merge(api::edges::routes(&state))
-        .merge(operations::routes(metrics))
+        .merge(handlers::projects::routes(&state))
+        .merge(handlers::proxy_settings::routes(&state))
+        .merge(handlers::api_tokens::routes(&state))
+        .merge(handlers::organizations::routes(&state))
+        .merge(handlers::users::routes(&state))
+        .merge(handlers::changes::routes(&state))
+        .merge(handlers::edges::routes(&state))
+        .merge(monitoring::routes(metrics))
         .merge(openapi::routes())
         .merge(beside);
     let routes = routes.with_not_found().with_state(state);
@@ -67,7 +70,7 @@ pub fn router(
 
 /// The operator's endpoints alone, for `--admin-listen`.
 pub fn admin_router(state: AppState, limits: RequestLimits) -> Router {
-    let routes = operations::routes(MetricsRoute::Included)
+    let routes = monitoring::routes(MetricsRoute::Included)
         .with_not_found()
         .with_state(state);
     with_middleware(routes, limits)

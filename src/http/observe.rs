@@ -22,7 +22,7 @@ use crate::auth::Principal;
 use crate::domain::token;
 use crate::metrics;
 
-/// The operator's endpoints (`operations.rs`), which probes and scrapers
+/// The operator's endpoints (`monitoring.rs`), which probes and scrapers
 /// call every few seconds.
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";

@@ -15,7 +15,7 @@ use http_body::{Frame, SizeHint};
 use crate::domain::pagination::{Direction, PageRequest};
 use crate::http::conditional;
 use crate::store::JsonPage;
-use crate::store::api::request::ObjectAnswer;
+use crate::store::operations::write_request::ObjectAnswer;
 
 fn tagged(mut response: Response, tag: HeaderValue) -> Response {
     response.headers_mut().insert(header::ETAG, tag);
@@ -46,7 +46,7 @@ pub fn list_response(url: &str, page: JsonPage) -> Response {
 /// A read-only object's answer (the caller, an organization): 200, its
 /// JSON, and a strong entity tag of that JSON (management.md,
 /// "Concurrency"), which changes with every change of the object. Objects
-/// the API writes carry their stored version instead (`writes::object_response`),
+/// the API writes carry their stored version instead (`respond::object_response`),
 /// which `If-Match` compares.
 pub fn content_tagged_response(object: &impl serde::Serialize) -> Response {
     let body = serde_json::to_vec(object).expect("our objects serialise");

@@ -3,7 +3,7 @@
 //! uniqueness violations to `Conflict`); the HTTP layer maps it to answers.
 
 use crate::domain::FieldError;
-use crate::domain::access::{Refusal, TokenState};
+use crate::domain::access::Refusal;
 
 /// How a store fails.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -30,20 +30,23 @@ pub enum StoreError {
     /// The write names something that does not exist or breaks a rule.
     #[error("{0}")]
     Invalid(FieldError),
-    /// The caller's token no longer authenticates anyone (found by a
-    /// write, which reads its token in its own transaction).
-    #[error("{}", .0.refusal())]
-    TokenRefused(TokenState),
+    /// The access rule (`domain::access`) refused the caller this action
+    /// on a `kind` of object: its token no longer authenticates anyone (a
+    /// write reads its token in its own transaction), its role may not, or
+    /// it may not see the object. The HTTP layer words the answer.
+    #[error("refused on a {kind}: {refusal:?}")]
+    Refused {
+        refusal: Refusal,
+        kind: &'static str,
+    },
     /// The user created their most API tokens in the last hour; one of
     /// them leaves the hour in `retry_after_seconds`.
     #[error("the user created {most} API tokens in the last hour")]
     TooManyNewTokens { most: u32, retry_after_seconds: u64 },
-    /// The caller may see the object but not make this change.
-    #[error("{0}")]
-    Forbidden(String),
-    /// `If-Match` does not match the object's version.
+    /// The object's version is none of those the write's `If-Match`
+    /// names.
     #[error("the object's version does not match If-Match")]
-    PreconditionFailed,
+    VersionMismatch,
     /// The idempotency key was used with another body.
     #[error("the idempotency key was used with another request body")]
     IdempotencyKeyReused,
@@ -71,18 +74,8 @@ impl StoreError {
 }
 
 impl StoreError {
-    /// The answer to an action the access rule refused (`domain::access`):
-    /// `kind` names what the caller is told it could not find.
+    /// The access rule's refusal of an action on a `kind` of object.
     pub(crate) fn refused(refusal: Refusal, kind: &'static str) -> Self {
-        match refusal {
-            Refusal::Token(state) => Self::TokenRefused(state),
-            Refusal::NotFound => Self::NotFound {
-                kind,
-                id: String::new(),
-            },
-            Refusal::Forbidden { role, may_not } => {
-                Self::Forbidden(format!("the {} role may not {may_not}", role.as_str()))
-            }
-        }
+        Self::Refused { refusal, kind }
     }
 }

@@ -1,29 +1,28 @@
 //! The store: what the service keeps, on SQLite or PostgreSQL.
 //!
-//! Its layers, from the bottom: the interfaces every part shares (errors,
-//! pages, listings' keys, options; `sql/`: the connection interface
-//! drivers implement and the SQL dialects' differences), the operations
-//! (`api/`: the API's, by resource; `operator/`: the operator's commands),
-//! each declared beside its SQL, the drivers (`sqlite/`, `postgres/`), the
-//! engine that runs operations on a driver and the listings' read path
-//! (`engine.rs`, with the caches of `cache/`); and here, the [`Store`] that
-//! [`open`] makes from a database URL.
+//! Its layers, from the bottom: what callers speak with it (`error.rs`:
+//! what happened in the store, which the HTTP layer words; pages,
+//! listings' keys, tokens, options; `sql/`: the connection interface
+//! drivers implement and the SQL dialects' differences), the driver
+//! interface (`driver/`: connections, where work runs, a database's
+//! outages, whose request the work is for), the operations, each declared
+//! beside its SQL (`operations/`: the API's, by resource; `operator/`: the
+//! operator's commands), the drivers (`sqlite/`, `postgres/`), the engine
+//! (`engine/`: what an operation is, how each kind runs, bounded, retried
+//! and timed, the writes' deadlines, and the listings' read path with the
+//! caches of `cache/`); and here, the [`Store`] that [`open`] makes from a
+//! database URL.
 
-pub mod api;
 pub mod cache;
-mod caller;
-pub mod deadline;
 mod driver;
-mod engine;
+pub mod engine;
 mod error;
 mod listing;
-pub mod operation;
+pub mod operations;
 pub mod operator;
 mod options;
-pub mod outage;
 mod page;
 mod postgres;
-mod reader;
 mod sql;
 mod sqlite;
 mod tokens;
@@ -33,18 +32,18 @@ use std::path::PathBuf;
 use crate::domain::url_password;
 use crate::metrics::{PoolUse, ReplicaUse};
 use engine::Engine;
+use engine::reader::{ReadPage, ReadPath};
 use postgres::PostgresDriver;
 use postgres::dialect::POSTGRES;
-use reader::ReadPath;
 use sqlite::SqliteDriver;
 use sqlite::dialect::SQLITE;
 
-pub use caller::for_caller;
+pub use driver::caller::for_caller;
+pub use engine::operation::Operation;
 pub use error::StoreError;
 pub use listing::{
     ApiTokensQuery, Listing, ListingKey, OrganizationsQuery, ProjectsQuery, ProxySettingsQuery,
 };
-pub use operation::Operation;
 pub use options::{Caches, Pooler, Replicas, StoreOptions};
 pub use page::{JsonPage, JsonPageWriter};
 pub use postgres::{PostgresSettings, SslMode};
@@ -71,7 +70,7 @@ macro_rules! on_engine {
 }
 
 impl Store {
-    /// Runs an operation (`api::...`, `operator::...`).
+    /// Runs an operation (`operations::...`, `operator::...`).
     pub async fn run<O: Operation>(&self, operation: O) -> Result<O::Output, StoreError> {
         on_engine!(self, engine => engine.run(operation).await)
     }
@@ -151,6 +150,10 @@ impl DatabaseUrl {
     }
 }
 
+/// The end of every store's read path: a page read by the API's listing
+/// operations.
+const READ_PAGE: ReadPage = |db, dialect, key| Box::pin(operations::read_page(db, dialect, key));
+
 /// Opens the store `url` names, first applying the migrations it lacks,
 /// then rewriting bodies of an older shape. The SQL dialect is chosen
 /// here, once, with the driver.
@@ -168,6 +171,7 @@ pub async fn open(url: &DatabaseUrl, options: &StoreOptions) -> anyhow::Result<S
             ReadPath {
                 recent_pages: caches.recent_pages,
                 shared_reads: false,
+                read_page: READ_PAGE,
             },
         )),
         DatabaseUrl::Postgres(url) => Backend::Postgres(Engine::new(
@@ -177,12 +181,20 @@ pub async fn open(url: &DatabaseUrl, options: &StoreOptions) -> anyhow::Result<S
             ReadPath {
                 recent_pages: false,
                 shared_reads: caches.shared_reads,
+                read_page: READ_PAGE,
             },
         )),
     };
     let store = Store(backend);
-    on_engine!(store, engine => engine.upgrade_stored_bodies().await)
+    // The stored bodies of an older shape, rewritten through the domain
+    // types.
+    let changed = store
+        .run(operator::shapes::UpgradeStoredBodies)
+        .await
         .map_err(|e| anyhow::anyhow!("cannot rewrite the stored bodies: {e}"))?;
+    if changed > 0 {
+        tracing::info!(bodies = changed, "rewrote stored bodies of an older shape");
+    }
     Ok(store)
 }
 

@@ -74,6 +74,7 @@ mod console;
 mod migrations;
 mod openapi;
 mod openapi_contract;
+mod operation_names;
 mod operations;
 mod postgres_feed;
 mod postgres_pooler;

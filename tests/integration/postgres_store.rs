@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use proxydeck::store::deadline::ANSWER_MARGIN;
+use proxydeck::store::engine::deadline::ANSWER_MARGIN;
 use proxydeck::store::{self, DatabaseUrl, StoreOptions};
 
 use crate::binary::*;
@@ -705,7 +705,7 @@ async fn a_postgres_errors_log_text_is_its_sqlstate_and_names_not_its_message() 
 }
 
 /// A write waiting on a lock lets go at its deadline (`statement_timeout`,
-/// `store/deadline.rs`) rather than wait for the lock and keep its
+/// `store/engine/deadline.rs`) rather than wait for the lock and keep its
 /// connection: it is answered 503, waits on nothing afterwards, and
 /// commits nothing once the lock goes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

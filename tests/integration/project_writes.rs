@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::BACKEND;
 use crate::helpers::*;
-use proxydeck::store::deadline::ANSWER_MARGIN;
+use proxydeck::store::engine::deadline::ANSWER_MARGIN;
 use proxydeck::store::operator::audit::AuditQuery;
 use std::time::Duration;
 

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use proxydeck::domain::access::Refusal;
 use proxydeck::domain::directory::{Organization, OrganizationTag, Role, User, UserTag};
 use proxydeck::domain::import::{ImportBatch, ImportError, ObjectCounts, parse_line};
 use proxydeck::domain::organization_set::OrganizationSet;
@@ -568,9 +569,14 @@ async fn invisible_projects_have_no_settings(store: Arc<Store>) {
         organizations(store.as_ref(), &[1]).await,
     );
     assert_eq!(store.list(query(two)).await.unwrap().count, 1);
+    // The same refusal as for a project that does not exist: the HTTP
+    // layer answers both "no such project".
     assert!(matches!(
         store.list(query(one)).await,
-        Err(StoreError::NotFound { .. })
+        Err(StoreError::Refused {
+            refusal: Refusal::NotFound,
+            kind: "project"
+        })
     ));
 }
 

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::http::error::ApiError;
 use crate::http::observe;
-use crate::store::deadline;
+use crate::store::engine::deadline;
 
 /// Limits checked on every request before routing.
 #[derive(Clone, Debug)]

@@ -1,5 +1,5 @@
 //! The read path's caches, each a module of its own, used by the store's
-//! reader (`store/reader.rs`) as the store's dialect and `--caches` say
+//! reader (`store/engine/reader.rs`) as the store's dialect and `--caches` say
 //! (`store::open`). Caches are accelerators, not the design: every listing
 //! is a bounded keyset read that is fast on its own, and each cache can be
 //! switched off without changing an answer. None of them ever answers a

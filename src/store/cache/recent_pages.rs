@@ -22,20 +22,10 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
+use crate::store::driver::CommitMark;
 use crate::store::error::StoreError;
 use crate::store::listing::ListingKey;
 use crate::store::page::JsonPage;
-
-/// The state of a database's commits at one moment: equal marks, no
-/// commit in between (SQLite: `sqlite/commit_watch.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CommitMark(i64);
-
-impl CommitMark {
-    pub fn new(version: i64) -> Self {
-        Self(version)
-    }
-}
 
 /// Where a database's commits are now; `None` when it cannot be told at
 /// the moment (then pages are read).
@@ -92,9 +82,9 @@ impl RecentPages {
     fn moved_to(&self, now: CommitMark) {
         // Two requests with different marks may both let the pages go: no
         // harm, and a page is answered only when its own mark is `now`.
-        if self.current.load(Ordering::Relaxed) != now.0 {
-            let before = self.current.swap(now.0, Ordering::Relaxed);
-            if before != now.0 && before != NO_MARK {
+        if self.current.load(Ordering::Relaxed) != now.version() {
+            let before = self.current.swap(now.version(), Ordering::Relaxed);
+            if before != now.version() && before != NO_MARK {
                 self.pages.invalidate_all();
             }
         }

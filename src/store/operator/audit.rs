@@ -1,12 +1,12 @@
 //! The audit log, as `proxydeck admin audit` reads it: every accepted
 //! write, newest first (the records are written by the writes themselves,
-//! `api/writes.rs`).
+//! `operations/write_steps.rs`).
 
 use serde::Serialize;
 
 use crate::domain::time::Timestamp;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
-use crate::store::operation::operation;
 use crate::store::sql::db::{Db, Param, query_all, transaction};
 
 /// Which audit records to list, newest first.
@@ -37,7 +37,7 @@ pub struct AuditRecord {
     pub version_after: Option<i64>,
 }
 
-operation!(AuditQuery => audit, OperatorRead, "audit" -> Vec<AuditRecord>);
+operation!(AuditQuery => audit, OperatorRead, "admin_audit" -> Vec<AuditRecord>);
 
 async fn audit(db: &mut dyn Db, query: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
     transaction!(db, begin_read, { audit_page(db, query).await })

@@ -9,10 +9,10 @@ use crate::domain::api_token::TokenRecord;
 use crate::domain::directory::{Organization, OrganizationTag, Role, User, UserTag};
 use crate::domain::import::ObjectCounts;
 use crate::domain::proxy_settings::ProxySettings;
-use crate::store::api::api_tokens::{api_token, token_columns};
-use crate::store::api::directory::{organization_type, role};
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
-use crate::store::operation::operation;
+use crate::store::operations::api_tokens::{api_token, token_columns};
+use crate::store::operations::memberships::{organization_type, role};
 use crate::store::sql::db::{Db, Param, exists, query_all, query_opt, to_json, transaction};
 use crate::store::sql::keyset::{timestamp, timestamp_opt};
 
@@ -20,7 +20,7 @@ use crate::store::sql::keyset::{timestamp, timestamp_opt};
 #[derive(Clone, Copy, Debug)]
 pub struct CountObjects;
 
-operation!(CountObjects => count_objects, OperatorRead, "count_objects" -> ObjectCounts);
+operation!(CountObjects => count_objects, OperatorRead, "admin_export_count" -> ObjectCounts);
 
 async fn count_objects(db: &mut dyn Db, _: &CountObjects) -> Result<ObjectCounts, StoreError> {
     async fn count(db: &mut dyn Db, sql: &str) -> Result<u64, StoreError> {
@@ -51,7 +51,7 @@ async fn count_objects(db: &mut dyn Db, _: &CountObjects) -> Result<ObjectCounts
 #[derive(Clone, Debug)]
 pub struct Export(pub mpsc::Sender<String>);
 
-operation!(Export => export, OperatorStream, "export" -> ObjectCounts);
+operation!(Export => export, OperatorStream, "admin_export" -> ObjectCounts);
 
 async fn export(db: &mut dyn Db, Export(lines): &Export) -> Result<ObjectCounts, StoreError> {
     // One read transaction: the export is one consistent snapshot.
@@ -107,7 +107,7 @@ async fn export(db: &mut dyn Db, Export(lines): &Export) -> Result<ObjectCounts,
 #[derive(Clone, Copy, Debug)]
 pub struct AllOrganizations;
 
-operation!(AllOrganizations => organizations, OperatorRead, "list_organizations" -> Vec<Organization>);
+operation!(AllOrganizations => organizations, OperatorRead, "admin_org_list" -> Vec<Organization>);
 
 async fn organizations(
     db: &mut dyn Db,
@@ -126,7 +126,7 @@ async fn organizations(
 #[derive(Clone, Copy, Debug)]
 pub struct AllUsers;
 
-operation!(AllUsers => users, OperatorRead, "list_users" -> Vec<User>);
+operation!(AllUsers => users, OperatorRead, "admin_user_list" -> Vec<User>);
 
 async fn users(db: &mut dyn Db, _: &AllUsers) -> Result<Vec<User>, StoreError> {
     transaction!(db, begin_read, {
@@ -144,7 +144,7 @@ async fn users(db: &mut dyn Db, _: &AllUsers) -> Result<Vec<User>, StoreError> {
 #[derive(Clone, Debug)]
 pub struct UserTokens(pub String);
 
-operation!(UserTokens => user_tokens, OperatorRead, "list_user_tokens" -> Vec<TokenRecord>);
+operation!(UserTokens => user_tokens, OperatorRead, "admin_token_list" -> Vec<TokenRecord>);
 
 async fn user_tokens(
     db: &mut dyn Db,

@@ -1,7 +1,7 @@
 //! Whether the store answers: the readiness probe's question.
 
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
-use crate::store::operation::operation;
 use crate::store::sql::db::{Db, exists};
 
 /// Succeeds when the store answers reads.

@@ -6,9 +6,7 @@ use std::collections::HashMap;
 
 use tokio::sync::mpsc;
 
-use super::directory::{
-    insert_organization, missing_organization, replace_memberships, unique_slug,
-};
+use super::admin::{insert_organization, missing_organization, replace_memberships, unique_slug};
 use crate::domain::FieldError;
 use crate::domain::change::ChangeKind;
 use crate::domain::directory::{Organization, User};
@@ -16,9 +14,9 @@ use crate::domain::import::{ImportBatch, ImportError, ImportRecord, ObjectCounts
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
-use crate::store::api::changes;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
-use crate::store::operation::operation;
+use crate::store::operations::changes;
 use crate::store::sql::db::{Db, Param, exists, query_opt, to_json};
 use crate::store::sql::dialect::Dialect;
 
@@ -52,7 +50,7 @@ impl Import {
     }
 }
 
-operation!(Import => import with dialect, OperatorWrite, "import" -> Result<ObjectCounts, ImportError>);
+operation!(Import => import with dialect, OperatorWrite, "admin_import" -> Result<ObjectCounts, ImportError>);
 
 async fn import(
     db: &mut dyn Db,

@@ -21,8 +21,8 @@ use serde_json::{Map, Value};
 
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
-use crate::store::operation::operation;
 use crate::store::sql::db::{Db, Param, query_all, query_opt, to_json, transaction};
 
 /// The served document, whose schemas the stored shapes are derived from.

@@ -5,7 +5,7 @@
 //! 1. The scan: the index on (created_at, id) INCLUDE (organization_number)
 //!    walked in page order, each entry tested against the caller's
 //!    organizations as one bitmap parameter (`get_bit`), at most a budget
-//!    of entries (`listings::scan_budget`); the bodies of the rows kept are
+//!    of entries (the plan's `scan_budget`, `sql::dialect::MergePlan`); the bodies of the rows kept are
 //!    fetched by id. A full page found within the budget is the answer.
 //! 2. Otherwise the merge: each organization's first entry after the start
 //!    (one index probe each, `LATERAL`), the best `limit + 1` of them, and
@@ -30,17 +30,16 @@ use std::sync::{LazyLock, OnceLock};
 
 use crate::domain::organization_set::{Bitmap, OrganizationSet};
 use crate::domain::pagination::{Direction, PageRequest};
-use crate::store::api::projects::{LONG_MERGE_ORGANIZATIONS, scan_budget};
 use crate::store::error::StoreError;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, Param};
-use crate::store::sql::dialect::{Dialect, PROJECT_CONFLICT};
+use crate::store::sql::dialect::{Dialect, MergePlan, PROJECT_CONFLICT};
 use crate::store::sql::keyset::json_page;
 
 pub const POSTGRES: Dialect = Dialect {
     name: "postgres",
     project_upsert,
-    organizations_page: |db, set, page| Box::pin(organizations_page(db, set, page)),
+    organizations_page: |db, set, page, plan| Box::pin(organizations_page(db, set, page, plan)),
 };
 
 fn project_upsert() -> &'static str {
@@ -61,8 +60,9 @@ async fn organizations_page(
     db: &mut dyn Db,
     set: &OrganizationSet,
     page: &PageRequest,
+    plan: MergePlan,
 ) -> Result<JsonPage, StoreError> {
-    if let (Some(budget), Some(bitmap)) = (scan_budget(set, page), set.bitmap()) {
+    if let (Some(budget), Some(bitmap)) = (plan.scan_budget, set.bitmap()) {
         let found = scan(db, bitmap, budget, page).await?;
         // Fewer rows than asked: the list ended, or the budget did. The
         // merge tells, and costs no more than the scan's budget.
@@ -74,8 +74,7 @@ async fn organizations_page(
     if set.len() <= SMALL_MERGE_ORGANIZATIONS {
         return merge(db, &statements.small_merge, set, page).await;
     }
-    let long = set.len() >= LONG_MERGE_ORGANIZATIONS;
-    db.expect_long_statements(long);
+    db.expect_long_statements(plan.long_merge);
     let merged = merge(db, &statements.merge, set, page).await;
     db.expect_long_statements(false);
     merged

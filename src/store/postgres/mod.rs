@@ -42,12 +42,13 @@ use tokio_postgres::{Client, Config, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::metrics::{PoolUse, ReplicaUse};
+use crate::store::driver::caller;
+use crate::store::driver::outage::Outage;
 use crate::store::driver::{Access, Driver, Freshness, Work, on_blocking_thread};
+use crate::store::engine::deadline;
 use crate::store::error::StoreError;
 use crate::store::options::{Pooler, StoreOptions};
-use crate::store::outage::Outage;
 use crate::store::sql::db::{Db, EachRow, Param, Row};
-use crate::store::{caller, deadline};
 
 pub mod dialect;
 mod history;

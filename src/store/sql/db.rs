@@ -97,7 +97,7 @@ pub trait Db: Send {
     fn in_transaction(&self) -> bool;
 
     /// From now on, the moment by which this connection's write
-    /// transactions must commit, or roll back instead (`deadline.rs`);
+    /// transactions must commit, or roll back instead (`engine/deadline.rs`);
     /// `None`: no such moment (reads, the operator's commands).
     fn set_deadline(&mut self, deadline: Option<Instant>);
     fn deadline(&self) -> Option<Instant>;

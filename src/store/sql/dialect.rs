@@ -25,19 +25,37 @@ pub struct Dialect {
     /// A page of the projects of a set of two organizations or more, from
     /// one snapshot (the caller's transaction when one is open). The start
     /// key is resolved there too: a page after one that is not a project
-    /// of the set is empty (`api::projects::page` tells it from the end of
+    /// of the set is empty (`operations::projects::page` tells it from the end of
     /// the list). Bounded by the page, whatever the number of
     /// organizations: O(organizations + limit) index entries and `limit`
     /// bodies at most.
     pub organizations_page: OrganizationsPage,
 }
 
-/// How a dialect reads a page of several organizations' projects.
+/// How a dialect reads a page of several organizations' projects, as the
+/// operation that asks plans it ([`MergePlan`]).
 pub type OrganizationsPage = for<'a> fn(
     &'a mut dyn Db,
     &'a OrganizationSet,
     &'a PageRequest,
+    MergePlan,
 ) -> BoxFuture<'a, Result<JsonPage, StoreError>>;
+
+/// What the operation that reads a page of several organizations' projects
+/// (`operations::projects::page`) decided of the read, for the dialect to
+/// follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergePlan {
+    /// How many entries of the order of every project the page may read
+    /// before giving up for the organization-by-organization read; `None`:
+    /// read organization by organization at once.
+    pub scan_budget: Option<usize>,
+    /// Whether the organization-by-organization read may take a
+    /// millisecond or more: the driver then keeps it from holding up
+    /// cheaper reads (SQLite: off the request's worker thread; PostgreSQL:
+    /// on a connection of its own).
+    pub long_merge: bool,
+}
 
 impl std::fmt::Debug for Dialect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

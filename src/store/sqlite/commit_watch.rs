@@ -31,7 +31,7 @@ use std::time::Instant;
 use rusqlite::{Connection, OpenFlags};
 
 use super::{FILE_CHECK_INTERVAL, FileIdentity};
-use crate::store::cache::recent_pages::CommitMark;
+use crate::store::driver::CommitMark;
 
 /// The WAL-index header's two copies, at the start of the `-shm` file.
 const HEADER_BYTES: usize = 48;

@@ -8,7 +8,7 @@
 //! 1. The scan: the index on (created_at, id, organization_number) stepped
 //!    in page order, each entry's organization tested against the caller's
 //!    [`Bitmap`], until a page and one more are found or a budget of
-//!    entries is spent (`listings::scan_budget`).
+//!    entries is spent (the plan's `scan_budget`, `sql::dialect::MergePlan`).
 //! 2. Otherwise the merge: each organization's first entry after the start
 //!    (one index probe each), the best `limit + 1` of them, then from each
 //!    of those organizations, best first, only the entries that can still
@@ -27,11 +27,10 @@ use std::sync::LazyLock;
 
 use crate::domain::organization_set::{Bitmap, OrganizationSet};
 use crate::domain::pagination::{Direction, PageRequest};
-use crate::store::api::projects::{LONG_MERGE_ORGANIZATIONS, scan_budget};
 use crate::store::error::StoreError;
 use crate::store::page::{JsonPage, JsonPageWriter};
 use crate::store::sql::db::{Db, Param, Row};
-use crate::store::sql::dialect::{Dialect, PROJECT_CONFLICT};
+use crate::store::sql::dialect::{Dialect, MergePlan, PROJECT_CONFLICT};
 
 /// The rowids of one organization's projects: organization number n owns
 /// (n + 1) * 2^32 to (n + 2) * 2^32 (migration V4).
@@ -40,7 +39,7 @@ const ORGANIZATION_ROWS: i64 = 1 << 32;
 pub const SQLITE: Dialect = Dialect {
     name: "sqlite",
     project_upsert,
-    organizations_page: |db, set, page| Box::pin(organizations_page(db, set, page)),
+    organizations_page: |db, set, page, plan| Box::pin(organizations_page(db, set, page, plan)),
 };
 
 /// A new project's row goes after its organization's last one (migration
@@ -78,6 +77,7 @@ async fn organizations_page(
     db: &mut dyn Db,
     set: &OrganizationSet,
     page: &PageRequest,
+    plan: MergePlan,
 ) -> Result<JsonPage, StoreError> {
     // Inside the caller's transaction when there is one; a snapshot of its
     // own otherwise.
@@ -85,7 +85,7 @@ async fn organizations_page(
     if own {
         db.begin_read().await?;
     }
-    let result = read(db, set, page).await;
+    let result = read(db, set, page, plan).await;
     if own {
         let end = match &result {
             Ok(_) => db.commit().await,
@@ -102,6 +102,7 @@ async fn read(
     db: &mut dyn Db,
     set: &OrganizationSet,
     page: &PageRequest,
+    plan: MergePlan,
 ) -> Result<JsonPage, StoreError> {
     let start = match &page.start_key {
         None => None,
@@ -113,15 +114,14 @@ async fn read(
             _ => return Ok(JsonPage::default()),
         },
     };
-    let scanned = match (scan_budget(set, page), set.bitmap()) {
+    let scanned = match (plan.scan_budget, set.bitmap()) {
         (Some(budget), Some(bitmap)) => scan(db, bitmap, budget, start, page).await?,
         _ => None,
     };
     let entries = match scanned {
         Some(entries) => entries,
         None => {
-            let long = set.len() >= LONG_MERGE_ORGANIZATIONS;
-            db.expect_long_statements(long);
+            db.expect_long_statements(plan.long_merge);
             let merged = merge(db, set, start, page).await;
             db.expect_long_statements(false);
             merged?

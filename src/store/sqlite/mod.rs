@@ -17,7 +17,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _};
 
 use crate::clock::Clock;
 use crate::metrics::PoolUse;
-use crate::store::cache::recent_pages::CommitMark;
+use crate::store::driver::CommitMark;
 use crate::store::driver::{Access, Driver, Work, on_blocking_thread};
 use crate::store::error::StoreError;
 use crate::store::options::StoreOptions;
@@ -623,7 +623,7 @@ mod tests {
                 .count()
         };
         assert_eq!(
-            foreign_key_checks(crate::store::api::writes::LOCK_ORGANIZATION),
+            foreign_key_checks(crate::store::operations::write_steps::LOCK_ORGANIZATION),
             0
         );
         // What the lock must not be: its key set to itself is checked.

@@ -25,8 +25,8 @@ use tokio::task::JoinHandle;
 
 /// The store's operations the tests run directly, as the service and the
 /// operator's commands do.
-pub use proxydeck::store::api::auth::{FindToken, RecordTokenUses};
-pub use proxydeck::store::operator::directory::{
+pub use proxydeck::store::operations::auth::{FindToken, RecordTokenUses};
+pub use proxydeck::store::operator::admin::{
     CreateOrganization, CreateToken, CreateUser, RemoveProject, RevokeToken,
 };
 pub use proxydeck::store::operator::export::{AllOrganizations, CountObjects, UserTokens};

@@ -28,7 +28,7 @@ use crate::http::respond::json_body;
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::quotas::{FOLLOW_RETRY_AFTER_SECONDS, FollowSlot};
-use crate::store::api::changes::ChangeScope;
+use crate::store::operations::changes::ChangeScope;
 
 /// Changes one JSON answer holds by default, and at most.
 const DEFAULT_LIMIT: u32 = 100;

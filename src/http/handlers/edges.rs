@@ -18,12 +18,12 @@ use crate::domain::edge::{self, EdgeReport};
 use crate::http::body::JsonBody;
 use crate::http::caller::Caller;
 use crate::http::error::ApiError;
+use crate::http::operation_headers::OperationHeaders;
 use crate::http::query::QueryParams;
 use crate::http::respond::json_body;
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
-use crate::http::writes::OperationHeaders;
-use crate::store::api::edges::{DeleteEdge, EdgeOrder, ListEdges, ReportEdge};
+use crate::store::operations::edges::{DeleteEdge, EdgeOrder, ListEdges, ReportEdge};
 
 /// Edges a page holds by default, and at most.
 const DEFAULT_LIMIT: u32 = 100;

@@ -7,14 +7,14 @@
 //! change: `updated_at`, or `last_used_at` when later, so that the tag
 //! moves whenever the answer's body does.
 
-use super::request::{ObjectAnswer, WriteRequest};
-use super::writes::{self, Change, Target};
+use super::write_request::{ObjectAnswer, WriteRequest};
+use super::write_steps::{self, Change, Target};
 use crate::domain::access::{self, Action, Facts, Standing};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::time::Timestamp;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
 use crate::store::listing::ApiTokensQuery;
-use crate::store::operation::operation;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, Param, Row, exists, query_opt, to_json, transaction};
 use crate::store::sql::keyset::{objects_page, timestamp, timestamp_opt};
@@ -207,7 +207,7 @@ async fn create(
 ) -> Result<ObjectAnswer, StoreError> {
     transaction!(db, begin_write, {
         let target = Target::OwnTokens;
-        writes::authorize(
+        write_steps::authorize(
             db,
             request,
             Action::ChangeOwnTokens,
@@ -218,7 +218,7 @@ async fn create(
         within_hourly_bound(db, &token.user_id, *most_per_hour, token.created_at).await?;
         let stored = insert_token(db, token).await?;
         let answer = answer(&stored)?;
-        writes::record(
+        write_steps::record(
             db,
             request,
             token.created_at,
@@ -298,7 +298,7 @@ async fn delete(
     let user_id = &request.actor.user_id;
     transaction!(db, begin_write, {
         let target = Target::Token(id);
-        writes::authorize(
+        write_steps::authorize(
             db,
             request,
             Action::ChangeOwnTokens,
@@ -322,7 +322,7 @@ async fn delete(
         }
         let at = Timestamp::from_millis(now)
             .ok_or_else(|| StoreError::Internal("the clock is out of range".into()))?;
-        writes::record(
+        write_steps::record(
             db,
             request,
             at,

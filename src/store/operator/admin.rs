@@ -1,5 +1,5 @@
-//! The operator's writes to the directory (`proxydeck admin org|user|token
-//! ...`): organizations, users and their memberships, tokens, and the
+//! The `proxydeck admin org|user|token|project ...` commands' writes to the
+//! directory: organizations, users and their memberships, tokens, and the
 //! removal of a project.
 
 use std::collections::BTreeMap;
@@ -10,10 +10,10 @@ use crate::domain::change::ChangeKind;
 use crate::domain::directory::{MAX_SLUG_CHARS, Organization, Role, User, slug_of};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
-use crate::store::api::api_tokens::insert_token;
-use crate::store::api::changes;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
-use crate::store::operation::operation;
+use crate::store::operations::api_tokens::insert_token;
+use crate::store::operations::changes;
 use crate::store::sql::db::{Db, Param, exists, query_all, query_opt, transaction};
 use crate::store::tokens::NewToken;
 
@@ -21,7 +21,7 @@ use crate::store::tokens::NewToken;
 #[derive(Clone, Debug)]
 pub struct CreateOrganization(pub Organization);
 
-operation!(CreateOrganization => create_organization, OperatorWrite, "create_organization" -> Organization);
+operation!(CreateOrganization => create_organization, OperatorWrite, "admin_org_create" -> Organization);
 
 async fn create_organization(
     db: &mut dyn Db,
@@ -110,7 +110,7 @@ pub(crate) async fn unique_slug(
 #[derive(Clone, Debug)]
 pub struct CreateUser(pub User);
 
-operation!(CreateUser => create_user, OperatorWrite, "create_user" -> User);
+operation!(CreateUser => create_user, OperatorWrite, "admin_user_create" -> User);
 
 async fn create_user(db: &mut dyn Db, CreateUser(user): &CreateUser) -> Result<User, StoreError> {
     let mut user = user.clone();
@@ -246,7 +246,7 @@ pub(crate) async fn replace_memberships(
 #[derive(Clone, Debug)]
 pub struct CreateToken(pub NewToken);
 
-operation!(CreateToken => create_token, OperatorWrite, "create_token" -> ApiToken);
+operation!(CreateToken => create_token, OperatorWrite, "admin_token_create" -> ApiToken);
 
 async fn create_token(
     db: &mut dyn Db,
@@ -259,7 +259,7 @@ async fn create_token(
 #[derive(Clone, Debug)]
 pub struct RevokeToken(pub String);
 
-operation!(RevokeToken => revoke_token, OperatorWrite, "revoke_token" -> ());
+operation!(RevokeToken => revoke_token, OperatorWrite, "admin_token_revoke" -> ());
 
 async fn revoke_token(
     db: &mut dyn Db,
@@ -296,7 +296,7 @@ async fn revoke_token(
 #[derive(Clone, Debug)]
 pub struct RemoveProject(pub String);
 
-operation!(RemoveProject => remove_project, OperatorWrite, "delete_project" -> ());
+operation!(RemoveProject => remove_project, OperatorWrite, "admin_project_delete" -> ());
 
 async fn remove_project(
     db: &mut dyn Db,
@@ -316,7 +316,7 @@ async fn remove_project(
             kind: "project",
             id: project_id.to_owned(),
         })?;
-        crate::store::api::edges::remove_all(db, project_id).await?;
+        crate::store::operations::edges::remove_all(db, project_id).await?;
         changes::record(
             db,
             ChangeKind::ProjectDeleted,

@@ -3,22 +3,22 @@
 //! dialect's), and getProject, createProject, updateProject,
 //! deleteProject. Each write checks the caller's rights, `If-Match` and
 //! the slug's uniqueness inside its transaction and records itself in the
-//! audit (`writes.rs`).
+//! audit (`write_steps.rs`).
 
-use super::request::{ObjectAnswer, WriteRequest};
-use super::writes::{self, Change, Fed, Target};
+use super::write_request::{ObjectAnswer, WriteRequest};
+use super::write_steps::{self, Change, Fed, Target};
 use crate::domain::access::{self, Action, Facts};
 use crate::domain::change::ChangeKind;
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::pagination::PageRequest;
 use crate::domain::project::{Project, ProjectChange};
 use crate::domain::time::Timestamp;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
 use crate::store::listing::ProjectsQuery;
-use crate::store::operation::operation;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, Param, exists, query_opt, to_json, transaction};
-use crate::store::sql::dialect::Dialect;
+use crate::store::sql::dialect::{Dialect, MergePlan};
 use crate::store::sql::keyset::{StartKeys, json_page, keyset_select};
 
 /// getProject: one project the caller can see, with its version.
@@ -89,7 +89,14 @@ async fn projects_page(
     match query.organizations.numbers() {
         [] => Ok(JsonPage::default()),
         [organization] => one_organization_page(db, *organization, page).await,
-        _ => (dialect.organizations_page)(db, &query.organizations, page).await,
+        _ => {
+            let set = &query.organizations;
+            let plan = MergePlan {
+                scan_budget: scan_budget(set, page),
+                long_merge: set.len() >= LONG_MERGE_ORGANIZATIONS,
+            };
+            (dialect.organizations_page)(db, set, page, plan).await
+        }
     }
 }
 
@@ -124,7 +131,7 @@ pub(crate) async fn one_organization_page(
 /// may take a millisecond or more: the drivers then keep it from holding
 /// up cheaper reads (SQLite: off the request's worker thread; PostgreSQL:
 /// on a connection of its own).
-pub(crate) const LONG_MERGE_ORGANIZATIONS: usize = 64;
+const LONG_MERGE_ORGANIZATIONS: usize = 64;
 
 /// Organizations a caller must be in, at least, for a page of their
 /// projects to be looked for first in the order of every project (the
@@ -139,7 +146,7 @@ const SCAN_MIN_ORGANIZATIONS: usize = 4;
 /// is found in about `limit` entries; where they are sparse, the budget
 /// keeps the attempt within a small multiple of what reading organization
 /// by organization costs (one entry per organization, and the page).
-pub(crate) fn scan_budget(set: &OrganizationSet, page: &PageRequest) -> Option<usize> {
+fn scan_budget(set: &OrganizationSet, page: &PageRequest) -> Option<usize> {
     (set.len() >= SCAN_MIN_ORGANIZATIONS && set.bitmap().is_some())
         .then(|| 4 * (set.len() + page.fetch_count()))
 }
@@ -199,14 +206,14 @@ async fn create(
     transaction!(db, begin_write, {
         let organization = &project.organization_id;
         let target = Target::Organization(organization);
-        writes::authorize(db, request, Action::ChangeProjects, target, now).await?;
-        let number = writes::lock_organization(db, organization)
+        write_steps::authorize(db, request, Action::ChangeProjects, target, now).await?;
+        let number = write_steps::lock_organization(db, organization)
             .await?
             .ok_or_else(no_organization)?;
         // After the lock: a request with the same key that held it has
         // committed its answer by now. The path names no object: the
         // organization is in the body, which the key's digest covers.
-        if let Some(answer) = writes::replay(db, request, "", now).await? {
+        if let Some(answer) = write_steps::replay(db, request, "", now).await? {
             return Ok(answer);
         }
         refuse_taken_slug(db, project).await?;
@@ -229,7 +236,7 @@ async fn create(
         )
         .await?;
         let answer = ObjectAnswer { body, version: 1 };
-        writes::record(
+        write_steps::record(
             db,
             request,
             now,
@@ -246,7 +253,7 @@ async fn create(
             },
         )
         .await?;
-        writes::keep_answer(db, request, "", &answer, now).await?;
+        write_steps::keep_answer(db, request, "", &answer, now).await?;
         Ok(answer)
     })
 }
@@ -302,7 +309,7 @@ async fn update(
             project_id: id,
             revision: None,
         };
-        writes::record_update(db, request, now, changed, version, fed).await?;
+        write_steps::record_update(db, request, now, changed, version, fed).await?;
         Ok(ObjectAnswer {
             body,
             version: version + 1,
@@ -318,7 +325,7 @@ pub struct DeleteProject {
     pub id: String,
 }
 
-operation!(DeleteProject => delete, Write, "remove_project" -> ObjectAnswer);
+operation!(DeleteProject => delete, Write, "delete_project" -> ObjectAnswer);
 
 async fn delete(
     db: &mut dyn Db,
@@ -343,7 +350,7 @@ async fn delete(
             project_id: id,
             revision: None,
         };
-        writes::record_update(db, request, now, changed, version, fed).await?;
+        write_steps::record_update(db, request, now, changed, version, fed).await?;
         super::edges::remove_all(db, id).await?;
         let body = to_json(&serde_json::json!({"object": "project", "id": id, "deleted": true}))?;
         Ok(ObjectAnswer {
@@ -363,7 +370,7 @@ async fn locked_project(
     now: Timestamp,
 ) -> Result<(Project, i64), StoreError> {
     let organization = writable_project(db, request, Action::ChangeProjects, id, now).await?;
-    writes::lock_organization(db, &organization).await?;
+    write_steps::lock_organization(db, &organization).await?;
     // Read again under the lock: a write that was under way is done now.
     let (body, version) = query_opt(
         db,
@@ -374,7 +381,7 @@ async fn locked_project(
     )
     .await?
     .ok_or_else(no_project)?;
-    writes::check_if_match(request, version)?;
+    write_steps::check_if_match(request, version)?;
     let project = serde_json::from_str(&body)
         .map_err(|e| StoreError::Internal(format!("project {id} is stored unreadable: {e}")))?;
     Ok((project, version))
@@ -382,8 +389,8 @@ async fn locked_project(
 
 /// The organization of a project the caller may do `action` to: 401 for
 /// a token no longer good, 404 for a project unknown or invisible to the
-/// caller, 403 for a member ([`writes::authorize`]). A write then takes
-/// the organization's lock ([`writes::lock_organization`]); a dry run,
+/// caller, 403 for a member ([`write_steps::authorize`]). A write then takes
+/// the organization's lock ([`write_steps::lock_organization`]); a dry run,
 /// which writes nothing, does not.
 pub(crate) async fn writable_project(
     db: &mut dyn Db,
@@ -392,7 +399,7 @@ pub(crate) async fn writable_project(
     id: &str,
     now: Timestamp,
 ) -> Result<String, StoreError> {
-    writes::authorize(db, request, action, Target::Project(id), now)
+    write_steps::authorize(db, request, action, Target::Project(id), now)
         .await?
         .ok_or_else(no_project)
 }

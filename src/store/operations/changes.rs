@@ -15,8 +15,8 @@ use super::readable::{Deleted, readable_project};
 use crate::domain::change::{Change, ChangeKind, ChangeTag, Cursor};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
-use crate::store::operation::operation;
 use crate::store::sql::db::{Db, Param, Row, query_all, query_opt, transaction};
 
 /// Takes the next position, holding `feed_state`'s row to the commit.
@@ -147,7 +147,7 @@ pub struct ChangesRead {
     pub more: bool,
 }
 
-operation!(ReadChanges => read, FreshRead, "read_changes" -> ChangesRead);
+operation!(ReadChanges => read, FreshRead, "list_changes" -> ChangesRead);
 
 async fn read(db: &mut dyn Db, query: &ReadChanges) -> Result<ChangesRead, StoreError> {
     transaction!(db, begin_read, {

@@ -1,6 +1,6 @@
 //! Projects: `GET /v1/projects` (listProjects), createProject, getProject,
 //! updateProject, deleteProject (`interface.md`, `management.md`): bodies
-//! through `body.rs`, the write's context through `writes.rs`, the store's
+//! through `body.rs`, the write's context through `operation_headers.rs`, the store's
 //! project operations.
 
 use axum::extract::{FromRequestParts, RawPathParams, RawQuery, State};
@@ -18,14 +18,14 @@ use crate::domain::regexes::{RegexChecks, Stopped};
 use crate::http::body::{JsonBody, off_the_runtime};
 use crate::http::caller::Caller;
 use crate::http::error::ApiError;
+use crate::http::operation_headers::OperationHeaders;
 use crate::http::query::QueryParams;
 use crate::http::respond::{list_response, object_response};
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
-use crate::http::writes::OperationHeaders;
-use crate::store::api::projects::{CreateProject, DeleteProject, GetProject, UpdateProject};
-use crate::store::api::request::WriteRequest;
-use crate::store::api::writes::{MayWrite, WriteTarget};
+use crate::store::operations::projects::{CreateProject, DeleteProject, GetProject, UpdateProject};
+use crate::store::operations::write_request::WriteRequest;
+use crate::store::operations::write_steps::{MayWrite, WriteTarget};
 use crate::store::{Listing, ProjectsQuery};
 
 pub fn routes(state: &AppState) -> Routes {

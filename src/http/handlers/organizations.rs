@@ -16,7 +16,7 @@ use crate::http::query::QueryParams;
 use crate::http::respond::{content_tagged_response, list_response};
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
-use crate::store::api::directory::{MemberOrganization, WhichOrganization};
+use crate::store::operations::memberships::{MemberOrganization, WhichOrganization};
 use crate::store::{Listing, OrganizationsQuery};
 
 pub fn routes(state: &AppState) -> Routes {

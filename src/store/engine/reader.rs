@@ -9,25 +9,36 @@
 //! (`cache/shared_reads.rs`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use crate::store::api;
 use crate::store::cache::recent_pages::{CommitMarks, RecentPages};
 use crate::store::cache::shared_reads::SharedReads;
-use crate::store::driver::{Access, Driver, Freshness, Work, within};
+use crate::store::driver::{Access, Driver, Freshness};
+use crate::store::engine::bounded_read::bounded_read;
 use crate::store::error::StoreError;
 use crate::store::listing::{Listing, ListingKey};
 use crate::store::page::JsonPage;
+use crate::store::sql::db::Db;
 use crate::store::sql::dialect::Dialect;
 
-/// The caches a store's read path keeps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How a store's read path reads: the caches it keeps, and the operation
+/// that reads a page from the database (`operations::read_page`, handed
+/// in by `store::open` so that the engine imports no operation).
+#[derive(Clone, Copy)]
 pub struct ReadPath {
     pub recent_pages: bool,
     pub shared_reads: bool,
+    pub read_page: ReadPage,
 }
+
+/// A page of a listing, read on a connection in a dialect.
+pub type ReadPage = for<'a> fn(
+    &'a mut dyn Db,
+    Dialect,
+    &'a ListingKey,
+) -> BoxFuture<'a, Result<JsonPage, StoreError>>;
 
 pub struct Reader<D: Driver> {
     driver: Arc<D>,
@@ -38,6 +49,7 @@ pub struct Reader<D: Driver> {
     recent: Option<RecentPages>,
     /// Identical reads at the same time share a statement (PostgreSQL).
     shared: Option<SharedReads>,
+    read_page: ReadPage,
 }
 
 impl<D: Driver> Reader<D> {
@@ -53,6 +65,7 @@ impl<D: Driver> Reader<D> {
             driver,
             dialect,
             timeout,
+            read_page: path.read_page,
         }
     }
 
@@ -80,75 +93,22 @@ impl<D: Driver> Reader<D> {
         freshness: Freshness,
     ) -> BoxFuture<'static, Result<JsonPage, StoreError>> {
         let (driver, dialect, timeout) = (self.driver.clone(), self.dialect, self.timeout);
+        let read_page = self.read_page;
         let statement = move |key: ListingKey| {
             let operation = key.listing().operation();
-            let input = Arc::new((dialect, key));
+            let input = Arc::new((dialect, key, read_page));
             bounded_read(
                 driver.clone(),
                 timeout,
                 operation,
                 Access::Read(freshness),
                 input,
-                |db, (dialect, key)| Box::pin(api::read_page(db, *dialect, key)),
+                |db, (dialect, key, read_page)| read_page(db, *dialect, key),
             )
         };
         match &self.shared {
             Some(shared) if freshness == Freshness::Any => shared.read(key, statement),
             _ => Box::pin(statement(key)),
         }
-    }
-}
-
-/// Runs a request's read, bounded in time by `request_timeout`. One that
-/// fails as unavailable is tried once more, on another connection, within
-/// the same bound: a pooled connection that went stale (the database
-/// restarted) fails only once.
-pub(crate) async fn bounded_read<D: Driver, Q, T>(
-    driver: Arc<D>,
-    request_timeout: Duration,
-    operation: &'static str,
-    read: Access,
-    input: Arc<Q>,
-    work: Work<Q, T>,
-) -> Result<T, StoreError>
-where
-    Q: Send + Sync + 'static,
-    T: Send + 'static,
-{
-    let started = Instant::now();
-    let _timer = OperationTimer::start(operation);
-    let attempt = |limit| within(limit, driver.run(read, input.clone(), work));
-    match attempt(request_timeout).await {
-        Err(StoreError::Unavailable(first)) if started.elapsed() < request_timeout => {
-            match attempt(request_timeout.saturating_sub(started.elapsed())).await {
-                // The first failure marked the database down: it is what
-                // this request met, and what its log line should say.
-                Err(StoreError::Down) => Err(StoreError::Unavailable(first)),
-                result => result,
-            }
-        }
-        result => result,
-    }
-}
-
-/// Records how long a store operation took when dropped: on success, on
-/// failure, and when the request that awaited it went away.
-pub(crate) struct OperationTimer {
-    operation: &'static str,
-    started: Instant,
-}
-
-impl OperationTimer {
-    pub(crate) fn start(operation: &'static str) -> Self {
-        Self {
-            operation,
-            started: Instant::now(),
-        }
-    }
-}
-
-impl Drop for OperationTimer {
-    fn drop(&mut self) {
-        crate::metrics::store_operation(self.operation, self.started.elapsed());
     }
 }

@@ -1,4 +1,4 @@
-//! The directory's reads for the API: the caller with its roles, and the
+//! The memberships' reads for the API: the caller with its roles, and the
 //! organizations it belongs to. Each reads the caller's memberships on an
 //! index made for it (migrations/sqlite/V6): a page of organizations is a
 //! range read of `limit` entries, whatever the number the caller is in.
@@ -9,9 +9,9 @@ use crate::domain::access::{self, Action, Facts, Refusal, Standing};
 use crate::domain::directory::{
     OrganizationObject, OrganizationTag, OrganizationType, Role, UserTag, UserWithRoles,
 };
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
 use crate::store::listing::OrganizationsQuery;
-use crate::store::operation::operation;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, Param, Row, exists, query_opt, to_json, transaction};
 use crate::store::sql::keyset::{objects_page, timestamp};
@@ -71,7 +71,7 @@ pub struct Me {
     pub user_id: String,
 }
 
-operation!(Me => me, Read, "user_with_roles" -> Option<UserWithRoles>);
+operation!(Me => me, Read, "get_me" -> Option<UserWithRoles>);
 
 async fn me(db: &mut dyn Db, Me { user_id }: &Me) -> Result<Option<UserWithRoles>, StoreError> {
     transaction!(db, begin_read, {
@@ -137,7 +137,7 @@ pub struct MemberOrganization {
     pub which: WhichOrganization,
 }
 
-operation!(MemberOrganization => member_organization, Read, "member_organization" -> OrganizationObject);
+operation!(MemberOrganization => member_organization, Read, "get_organization" -> OrganizationObject);
 
 async fn member_organization(
     db: &mut dyn Db,

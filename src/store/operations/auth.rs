@@ -4,8 +4,8 @@
 
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::token::TokenDigest;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
-use crate::store::operation::operation;
 use crate::store::sql::db::{Db, Param, query_opt, transaction};
 use crate::store::sql::keyset::timestamp_opt;
 use crate::store::tokens::{TokenGrant, TokenUse};

@@ -1,18 +1,20 @@
-//! The API's operations, by resource, in the SQL both dialects share: the
-//! listings' pages and each resource's reads and writes, with the
-//! machinery every write shares (`writes.rs`: who may write, `If-Match`,
-//! idempotency, the audit).
+//! The operations the API's requests run, by resource, in the SQL both
+//! dialects share: the listings' pages and each resource's reads and
+//! writes (each named in the metrics for the `operationId` it serves),
+//! with what every write brings (`write_request.rs`) and the steps every
+//! write takes (`write_steps.rs`: who may write, `If-Match`, idempotency,
+//! the audit). The operator's operations are in `operator/`.
 
 pub mod api_tokens;
 pub mod auth;
 pub mod changes;
-pub mod directory;
 pub mod edges;
+pub mod memberships;
 pub mod projects;
 pub mod proxy_settings;
 mod readable;
-pub mod request;
-pub(crate) mod writes;
+pub mod write_request;
+pub mod write_steps;
 
 use crate::store::error::StoreError;
 use crate::store::listing::{Listing, ListingKey};
@@ -30,6 +32,6 @@ pub(crate) async fn read_page(
         Listing::Projects(query) => projects::page(db, dialect, query).await,
         Listing::ApiTokens(query) => api_tokens::page(db, query).await,
         Listing::ProxySettings(query) => proxy_settings::page(db, query).await,
-        Listing::Organizations(query) => directory::page(db, query).await,
+        Listing::Organizations(query) => memberships::page(db, query).await,
     }
 }

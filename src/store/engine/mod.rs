@@ -1,6 +1,12 @@
 //! The engine: a driver's connections, the operations run on them as their
-//! [`Kind`] says (bounded, retried, timed), and the listings' read path
-//! (`reader.rs`).
+//! [`Kind`] says (`operation.rs`; bounded, retried and timed:
+//! `bounded_read.rs`; a write carrying its deadline: `deadline.rs`), and
+//! the listings' read path (`reader.rs`).
+
+mod bounded_read;
+pub mod deadline;
+pub mod operation;
+pub(crate) mod reader;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,17 +14,16 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 
 use crate::metrics::{PoolUse, ReplicaUse};
-use crate::store::deadline;
 use crate::store::driver::{Access, Driver, Freshness, Work};
 use crate::store::error::StoreError;
 use crate::store::listing::Listing;
-use crate::store::operation::{Kind, Operation};
-use crate::store::operator;
 use crate::store::options::StoreOptions;
 use crate::store::page::JsonPage;
-use crate::store::reader::{OperationTimer, ReadPath, Reader, bounded_read};
 use crate::store::sql::db::{Db, past_deadline};
 use crate::store::sql::dialect::Dialect;
+use bounded_read::{OperationTimer, bounded_read};
+use operation::{Kind, Operation};
+use reader::{ReadPath, Reader};
 
 pub struct Engine<D: Driver> {
     driver: Arc<D>,
@@ -112,16 +117,6 @@ impl<D: Driver> Engine<D> {
     /// A page of a listing, through the read path.
     pub async fn list(&self, listing: Listing) -> Result<JsonPage, StoreError> {
         self.reader.page(listing).await
-    }
-
-    /// Rewrites the stored bodies of an older shape through the domain
-    /// types; run once when the store opens.
-    pub async fn upgrade_stored_bodies(&self) -> Result<u64, StoreError> {
-        let changed = self.run(operator::shapes::UpgradeStoredBodies).await?;
-        if changed > 0 {
-            tracing::info!(bodies = changed, "rewrote stored bodies of an older shape");
-        }
-        Ok(changed)
     }
 
     pub fn pool_use(&self) -> Vec<PoolUse> {

@@ -4,13 +4,13 @@
 //! and keeping of `Idempotency-Key` answers, and the audit record.
 
 use super::changes;
-use super::directory::role;
-use super::request::{IDEMPOTENCY_WINDOW_MILLIS, ObjectAnswer, WriteRequest};
+use super::memberships::role;
+use super::write_request::{IDEMPOTENCY_WINDOW_MILLIS, ObjectAnswer, WriteRequest};
 use crate::domain::access::{self, Action, Facts, Standing, TokenState};
 use crate::domain::change::ChangeKind;
 use crate::domain::time::Timestamp;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
-use crate::store::operation::operation;
 use crate::store::sql::db::{Db, Param, query_opt};
 use crate::store::sql::keyset::timestamp_opt;
 
@@ -193,7 +193,7 @@ async fn may_write(db: &mut dyn Db, asked: &MayWrite) -> Result<(), StoreError> 
 /// `If-Match` against the object's version now.
 pub(super) fn check_if_match(request: &WriteRequest, version: i64) -> Result<(), StoreError> {
     match &request.if_match {
-        Some(condition) if !condition.accepts(version) => Err(StoreError::PreconditionFailed),
+        Some(condition) if !condition.accepts(version) => Err(StoreError::VersionMismatch),
         _ => Ok(()),
     }
 }
@@ -341,7 +341,7 @@ pub(super) async fn record_update(
     fed: Fed<'_>,
 ) -> Result<(), StoreError> {
     if changed == 0 {
-        return Err(StoreError::PreconditionFailed);
+        return Err(StoreError::VersionMismatch);
     }
     let (object, object_id) = fed.audited_object();
     let change = Change {

@@ -1,7 +1,7 @@
 //! A project's proxy settings: the page of its revisions, and
 //! createProjectProxySettings and updateProjectProxySettings
 //! (`management.md`). Each write takes the project's organization lock
-//! (`projects::writable_project`, then `writes::lock_organization`), so
+//! (`projects::writable_project`, then `write_steps::lock_organization`), so
 //! that revision numbers and the one active revision are decided one
 //! write at a time, and records every revision it changes in the audit
 //! (object id `PROJECT/REVISION`). Each has a dry run (`dry_run=true`):
@@ -10,15 +10,15 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::projects::writable_project;
-use super::request::{ObjectAnswer, WriteRequest};
-use super::writes::{self, Change, Fed};
-use crate::domain::access::{self, Action, Facts};
+use super::write_request::{ObjectAnswer, WriteRequest};
+use super::write_steps::{self, Change, Fed};
+use crate::domain::access::{self, Action, Facts, Refusal};
 use crate::domain::change::ChangeKind;
 use crate::domain::proxy_settings::{DryRun, ProxySettings};
 use crate::domain::time::Timestamp;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
 use crate::store::listing::ProxySettingsQuery;
-use crate::store::operation::operation;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, Param, Row, exists, query_opt, to_json, transaction};
 use crate::store::sql::keyset::{StartKeys, json_page, keyset_select};
@@ -70,7 +70,7 @@ async fn to_activate(
             .await?
             .ok_or_else(no_revision)?;
         // The write's order of refusals: its 412 before the checks' 400.
-        writes::check_if_match(&asked.request, version)?;
+        write_steps::check_if_match(&asked.request, version)?;
         Ok((!settings.is_active).then_some(settings))
     })
 }
@@ -127,9 +127,13 @@ pub(crate) async fn page(
         .await;
         match found {
             Ok(found) if found.count > 0 => return Ok(found),
-            // Only the check above says NotFound: go on to the statements
-            // that tell unknown projects.
-            Ok(_) | Err(StoreError::NotFound { .. }) => {}
+            // Only the check above refuses: go on to the statements that
+            // tell unknown projects.
+            Ok(_)
+            | Err(StoreError::Refused {
+                refusal: Refusal::NotFound,
+                ..
+            }) => {}
             Err(error) => return Err(error),
         }
     }
@@ -223,7 +227,7 @@ pub struct CreateProxySettings {
     pub settings: ProxySettings,
 }
 
-operation!(CreateProxySettings => create, Write, "create_proxy_settings" -> ObjectAnswer);
+operation!(CreateProxySettings => create, Write, "create_project_proxy_settings" -> ObjectAnswer);
 
 async fn create(
     db: &mut dyn Db,
@@ -237,10 +241,10 @@ async fn create(
     transaction!(db, begin_write, {
         let organization =
             writable_project(db, request, Action::ChangeProjects, project_id, now).await?;
-        writes::lock_organization(db, &organization).await?;
+        write_steps::lock_organization(db, &organization).await?;
         // After the lock: a request with the same key that held it has
         // committed its answer by now.
-        if let Some(answer) = writes::replay(db, request, project_id, now).await? {
+        if let Some(answer) = write_steps::replay(db, request, project_id, now).await? {
             return Ok(answer);
         }
         let settings = numbered(db, project_id, settings).await?;
@@ -263,7 +267,7 @@ async fn create(
             revision: Some(settings.revision),
         };
         let (object, object_id) = fed.audited_object();
-        writes::record(
+        write_steps::record(
             db,
             request,
             now,
@@ -276,7 +280,7 @@ async fn create(
             },
         )
         .await?;
-        writes::keep_answer(db, request, project_id, &answer, now).await?;
+        write_steps::keep_answer(db, request, project_id, &answer, now).await?;
         Ok(answer)
     })
 }
@@ -289,7 +293,7 @@ async fn create(
 #[derive(Clone, Debug)]
 pub struct TryCreateProxySettings(pub CreateProxySettings);
 
-operation!(TryCreateProxySettings => try_create, Read, "try_create_proxy_settings" -> DryRun);
+operation!(TryCreateProxySettings => try_create, Read, "try_create_project_proxy_settings" -> DryRun);
 
 async fn try_create(
     db: &mut dyn Db,
@@ -350,7 +354,7 @@ pub struct UpdateProxySettings {
     pub change: SettingsChange,
 }
 
-operation!(UpdateProxySettings => update, Write, "update_proxy_settings" -> ObjectAnswer);
+operation!(UpdateProxySettings => update, Write, "update_project_proxy_settings" -> ObjectAnswer);
 
 async fn update(db: &mut dyn Db, update: &UpdateProxySettings) -> Result<ObjectAnswer, StoreError> {
     let UpdateProxySettings {
@@ -361,7 +365,7 @@ async fn update(db: &mut dyn Db, update: &UpdateProxySettings) -> Result<ObjectA
     let now = Timestamp::now();
     transaction!(db, begin_write, {
         let organization = writable_project(db, request, update.action(), project_id, now).await?;
-        writes::lock_organization(db, &organization).await?;
+        write_steps::lock_organization(db, &organization).await?;
         let planned = plan_update(db, update).await?;
         if let Some((previous, previous_version)) = &planned.deactivated {
             // The previous active revision goes first: the store keeps at
@@ -391,7 +395,7 @@ async fn update(db: &mut dyn Db, update: &UpdateProxySettings) -> Result<ObjectA
 #[derive(Clone, Debug)]
 pub struct TryUpdateProxySettings(pub UpdateProxySettings);
 
-operation!(TryUpdateProxySettings => try_update, Read, "try_update_proxy_settings" -> DryRun);
+operation!(TryUpdateProxySettings => try_update, Read, "try_update_project_proxy_settings" -> DryRun);
 
 async fn try_update(
     db: &mut dyn Db,
@@ -453,7 +457,7 @@ async fn plan_update(
     let (mut settings, version) = stored(db, project_id, *revision)
         .await?
         .ok_or_else(no_revision)?;
-    writes::check_if_match(request, version)?;
+    write_steps::check_if_match(request, version)?;
     let activates = change.is_active == Some(true) && !settings.is_active;
     if activates && !change.checked_for_activation {
         // It was active when it was read for its checks, and another
@@ -563,7 +567,7 @@ async fn save(
         project_id,
         revision: Some(settings.revision),
     };
-    writes::record_update(db, request, now, changed, version, fed).await?;
+    write_steps::record_update(db, request, now, changed, version, fed).await?;
     Ok(ObjectAnswer {
         body,
         version: version + 1,

@@ -7,15 +7,15 @@
 //! or is refused when none is stale.
 
 use super::readable::{Deleted, readable_project};
-use super::request::WriteRequest;
-use super::writes::{self, Change, Target};
+use super::write_request::WriteRequest;
+use super::write_steps::{self, Change, Target};
 use crate::domain::FieldError;
 use crate::domain::access::Action;
 use crate::domain::edge::{Edge, EdgeReport, EdgeStatus, EdgeTag, STALE_AFTER_SECONDS};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
+use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
-use crate::store::operation::operation;
 use crate::store::sql::db::{Db, Param, Row, exists, query_all, query_opt, transaction};
 
 /// An edge's report on a project.
@@ -42,9 +42,10 @@ async fn report(db: &mut dyn Db, query: &ReportEdge) -> Result<Edge, StoreError>
         // token cache holds; an unknown project and one the caller may not
         // read cost the same one statement.
         let target = Target::Project(&query.project_id);
-        let organization = writes::authorize(db, &query.request, Action::ReadProjects, target, now)
-            .await?
-            .ok_or_else(|| no_such("project"))?;
+        let organization =
+            write_steps::authorize(db, &query.request, Action::ReadProjects, target, now)
+                .await?
+                .ok_or_else(|| no_such("project"))?;
         let revision = Param::Int(report.revision.into());
         let sql = "SELECT 1 FROM proxy_settings WHERE project_id = ?1 AND revision = ?2";
         if !exists(db, sql, &[project, revision]).await? {
@@ -96,7 +97,7 @@ async fn make_room(
     organization: &str,
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    writes::lock_organization(db, organization).await?;
+    write_steps::lock_organization(db, organization).await?;
     let project = Param::Text(&query.project_id);
     let sql = "SELECT COUNT(*) FROM edge_reports WHERE project_id = ?1";
     let kept = query_opt(db, sql, &[project], |row| row.int(0))
@@ -141,7 +142,7 @@ async fn delete(db: &mut dyn Db, query: &DeleteEdge) -> Result<(), StoreError> {
     let now = Timestamp::now();
     transaction!(db, begin_write, {
         let target = Target::Project(&query.project_id);
-        writes::authorize(db, &query.request, Action::ChangeProjects, target, now)
+        write_steps::authorize(db, &query.request, Action::ChangeProjects, target, now)
             .await?
             .ok_or_else(|| no_such("project"))?;
         let gone = db
@@ -161,7 +162,7 @@ async fn delete(db: &mut dyn Db, query: &DeleteEdge) -> Result<(), StoreError> {
             version_after: None,
             feed: None,
         };
-        writes::record(db, &query.request, now, change).await
+        write_steps::record(db, &query.request, now, change).await
     })
 }
 

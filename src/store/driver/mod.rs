@@ -1,5 +1,11 @@
 //! Connections, and where the store's work runs on them: the interface
-//! each driver (`sqlite/`, `postgres/`) implements for the engine.
+//! each driver (`sqlite/`, `postgres/`) implements for the engine, with
+//! where a database's commits are ([`CommitMark`]), what a driver knows of
+//! its database being down (`outage.rs`), and whose request the work is
+//! for (`caller.rs`).
+
+pub mod caller;
+pub mod outage;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -8,7 +14,6 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 use crate::metrics::{PoolUse, ReplicaUse};
-use crate::store::cache::recent_pages::CommitMark;
 use crate::store::error::StoreError;
 use crate::store::sql::db::Db;
 
@@ -35,6 +40,22 @@ pub enum Freshness {
     /// Every commit: the primary itself (a token's look-up, the change
     /// feed, a write's own reads).
     Latest,
+}
+
+/// The state of a database's commits at one moment: equal marks, no
+/// commit in between (SQLite: `sqlite/commit_watch.rs`), told by [`Driver::commit_mark`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitMark(i64);
+
+impl CommitMark {
+    pub fn new(version: i64) -> Self {
+        Self(version)
+    }
+
+    /// The mark as a number, for a cache that keeps the newest it saw.
+    pub fn version(self) -> i64 {
+        self.0
+    }
 }
 
 /// Connections for the store, and where the store's operations run on

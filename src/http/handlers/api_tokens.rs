@@ -16,13 +16,13 @@ use crate::domain::time::Timestamp;
 use crate::http::body::JsonBody;
 use crate::http::caller::Caller;
 use crate::http::error::ApiError;
+use crate::http::operation_headers::OperationHeaders;
 use crate::http::query::QueryParams;
 use crate::http::respond::{object_response, token_list_response};
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
-use crate::http::writes::OperationHeaders;
 use crate::store::NewToken;
-use crate::store::api::api_tokens::{CreateApiToken, DeleteApiToken, GetApiToken};
+use crate::store::operations::api_tokens::{CreateApiToken, DeleteApiToken, GetApiToken};
 use crate::store::{ApiTokensQuery, Listing};
 
 pub fn routes(state: &AppState) -> Routes {

@@ -11,7 +11,7 @@ use crate::domain::token;
 use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::observe::current_request_id;
-use crate::store::api::request::{Actor, IdempotencyKey, IfMatch, WriteRequest};
+use crate::store::operations::write_request::{Actor, IdempotencyKey, IfMatch, WriteRequest};
 
 const API_VERSION: &str = "api-version";
 const IDEMPOTENCY_KEY: &str = "idempotency-key";

@@ -9,7 +9,7 @@ use crate::http::error::ApiError;
 use crate::http::respond::content_tagged_response;
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
-use crate::store::api::directory::Me;
+use crate::store::operations::memberships::Me;
 
 pub fn routes(state: &AppState) -> Routes {
     Routes::new().route("/v1/users/me", authenticated(get(me), state))

@@ -22,18 +22,17 @@ use crate::domain::regexes::RegexChecks;
 use crate::http::body::{JsonBody, off_the_runtime};
 use crate::http::caller::Caller;
 use crate::http::error::ApiError;
+use crate::http::operation_headers::OperationHeaders;
 use crate::http::query::QueryParams;
 use crate::http::respond::{json_body, list_response, object_response};
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
-use crate::http::writes::OperationHeaders;
-use crate::store::StoreError;
-use crate::store::api::proxy_settings::{
+use crate::store::operations::proxy_settings::{
     CreateProxySettings, RevisionToActivate, SettingsChange, TryCreateProxySettings,
     TryUpdateProxySettings, UpdateProxySettings,
 };
-use crate::store::api::request::WriteRequest;
-use crate::store::api::writes::WriteTarget;
+use crate::store::operations::write_request::WriteRequest;
+use crate::store::operations::write_steps::WriteTarget;
 use crate::store::{Listing, ProxySettingsQuery};
 
 pub fn routes(state: &AppState) -> Routes {
@@ -246,13 +245,8 @@ fn revision_number(text: &str) -> Result<u32, ApiError> {
             rule: "must be a revision number in decimal digits".into(),
         });
     }
-    text.parse().map_err(|_| {
-        StoreError::NotFound {
-            kind: "proxy settings revision",
-            id: String::new(),
-        }
-        .into()
-    })
+    text.parse()
+        .map_err(|_| ApiError::no_such("proxy settings revision"))
 }
 
 /// Route ranks the schema lets through as strings must still be integers

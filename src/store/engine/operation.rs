@@ -55,19 +55,19 @@ pub trait Operation: Send + Sync + 'static {
 /// ```
 macro_rules! operation {
     ($op:ty => $work:ident, $kind:ident, $name:literal -> $out:ty) => {
-        $crate::store::operation::operation!(@impl $op, $kind, $name, $out, db, dialect, op => $work(db, op));
+        $crate::store::engine::operation::operation!(@impl $op, $kind, $name, $out, db, dialect, op => $work(db, op));
     };
     ($op:ty => $work:ident with dialect, $kind:ident, $name:literal -> $out:ty) => {
-        $crate::store::operation::operation!(@impl $op, $kind, $name, $out, db, dialect, op => $work(db, dialect, op));
+        $crate::store::engine::operation::operation!(@impl $op, $kind, $name, $out, db, dialect, op => $work(db, dialect, op));
     };
     // The one impl; the arms above differ only in the call. The names of
     // the connection, the dialect and the operation are the callers' so
     // that the call they write can use them.
     (@impl $op:ty, $kind:ident, $name:literal, $out:ty, $db:ident, $dialect:ident, $self:ident => $call:expr) => {
-        impl $crate::store::operation::Operation for $op {
+        impl $crate::store::engine::operation::Operation for $op {
             type Output = $out;
             const NAME: &'static str = $name;
-            const KIND: $crate::store::operation::Kind = $crate::store::operation::Kind::$kind;
+            const KIND: $crate::store::engine::operation::Kind = $crate::store::engine::operation::Kind::$kind;
 
             #[allow(unused_variables)]
             fn run<'a>(

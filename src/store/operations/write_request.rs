@@ -2,7 +2,7 @@
 //! the object: who writes (for the audit), the operation, the request's
 //! `If-Match` and `Idempotency-Key`, and what it answers: one object's JSON
 //! with its version (the strong `ETag`). The SQL side of it is
-//! `writes.rs`; each resource adds its operations on top.
+//! `write_steps.rs`; each resource adds its operations on top.
 
 /// How long an `Idempotency-Key` answers with its first answer.
 pub const IDEMPOTENCY_WINDOW_MILLIS: i64 = 24 * 60 * 60 * 1000;
