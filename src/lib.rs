@@ -11,12 +11,15 @@
 pub mod app;
 pub mod auth;
 pub mod cli;
+mod client;
 pub mod clock;
 pub mod console;
 pub mod domain;
 pub mod feed;
+mod follow;
 pub mod http;
 pub mod metrics;
+mod output;
 pub mod quotas;
 pub mod rate_limit;
 mod shared_redis;
