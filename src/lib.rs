@@ -7,16 +7,27 @@
 //! interface, and count requests against per-token [`rate_limit`]s;
 //! [`domain`] holds the resources and rules that all of them share. The
 //! web [`console`] is served by the router and is a client of the API.
+//!
+//! The command line is three programs, each in its folder: [`cli`]
+//! (`main`, its arguments, serving, the configuration, the operator's
+//! commands), `client` (the terminal client: its HTTP calls and its
+//! commands, one file per command group) and `follow` (the agent that
+//! keeps an edge's files in step with the change feed, a client of the
+//! API too); what they print is `output`'s. `cli` stands above `follow`,
+//! `follow` above `client`, `client` above `output`.
 
 pub mod app;
 pub mod auth;
 pub mod cli;
+mod client;
 pub mod clock;
 pub mod console;
 pub mod domain;
 pub mod feed;
+mod follow;
 pub mod http;
 pub mod metrics;
+mod output;
 pub mod quotas;
 pub mod rate_limit;
 mod shared_redis;

@@ -8,15 +8,16 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Subcommand;
 
-use super::duration::parse_duration;
-use super::output::Output;
-use super::{table, transfer};
+use super::transfer;
 use crate::domain::api_token::validate_name;
 use crate::domain::directory::{
     self, Organization, OrganizationTag, OrganizationType, User, UserTag,
 };
 use crate::domain::ids;
 use crate::domain::time::Timestamp;
+use crate::output::Output;
+use crate::output::duration::parse_duration;
+use crate::output::table;
 use crate::store::operator::admin::{
     CreateOrganization, CreateToken, CreateUser, RemoveProject, RevokeToken,
 };

@@ -3,30 +3,14 @@
 //! definition (clap's), so that they never fall behind it.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context as _;
-use clap::{Args, Command, CommandFactory};
-use clap_complete::Shell;
+use clap::{Command, CommandFactory};
 
-use super::output::Output;
-use super::{Cli, config};
-
-#[derive(Args)]
-pub struct CompletionsArgs {
-    /// The shell the script is for.
-    #[arg(value_enum, value_name = "SHELL")]
-    shell: Shell,
-}
-
-#[derive(Args)]
-pub struct ManArgs {
-    /// The folder to write the pages in (made when missing), such as
-    /// ~/.local/share/man/man1; an existing page of the same name is
-    /// replaced.
-    #[arg(long, default_value = ".", value_name = "DIR")]
-    dir: PathBuf,
-}
+use super::args::{Cli, CompletionsArgs, ManArgs};
+use super::config;
+use crate::output::Output;
 
 /// The program's name in scripts and pages, whatever the binary's file is
 /// called.

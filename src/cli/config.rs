@@ -22,23 +22,13 @@ use std::path::{Path, PathBuf};
 
 use clap::error::{ContextKind, ContextValue};
 use clap::parser::ValueSource;
-use clap::{Arg, ArgMatches, Command, CommandFactory, FromArgMatches, Subcommand};
+use clap::{Arg, ArgMatches, Command, CommandFactory, FromArgMatches};
 use serde::Serialize;
 
-use super::output::Output;
-use super::{Cli, ServeArgs, table};
+use super::args::Cli;
 use crate::domain::url_password;
-
-#[derive(Subcommand)]
-pub enum ConfigCommand {
-    /// Check the configuration as `serve` would (flags, environment
-    /// variables, the --config file), without opening the store or
-    /// listening, and print every setting's value and where it came from.
-    #[command(
-        after_help = "Example:\n  proxydeck --config /etc/proxydeck.toml config check\n  PROXYDECK_CONFIG=/etc/proxydeck.toml proxydeck config check --json"
-    )]
-    Check(ServeArgs),
-}
+use crate::output::table;
+use crate::output::{BadSetting, Output};
 
 /// Flags that are not settings, refused in the file with the reason.
 const NOT_SETTINGS: [(&str, &str); 4] = [
@@ -84,20 +74,6 @@ pub(super) struct Effective {
     settings: Vec<Setting>,
 }
 
-/// A setting clap's parser passed but proxydeck cannot use (a URL of the
-/// wrong kind, a rate limit at odds with its burst): a usage error like
-/// clap's own, exit status 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(super) struct BadSetting(String);
-
-impl BadSetting {
-    /// A setting missing or wrong, as `message` says.
-    pub(super) fn error(message: impl Into<String>) -> anyhow::Error {
-        Self(message.into()).into()
-    }
-}
-
 impl Effective {
     /// What to warn of for each password given on the command line, where
     /// every user of the machine can read it in the process list.
@@ -139,7 +115,7 @@ impl Effective {
     /// The error refusing setting `name` (a long flag) for `why`, naming
     /// where its value came from when that is not the command line.
     pub(super) fn refuse(&self, name: &str, why: impl std::fmt::Display) -> anyhow::Error {
-        BadSetting(format!("{why}{}", self.origin(name))).into()
+        BadSetting::error(format!("{why}{}", self.origin(name)))
     }
 
     /// Where the value of setting `name` came from, where an operator

@@ -9,7 +9,6 @@ use serde_json::json;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-use super::output::Output;
 use crate::app::{Listeners, Service, ServiceOptions, shutdown_signal};
 use crate::domain::directory::{
     Organization, OrganizationTag, OrganizationType, Role, User, UserTag,
@@ -18,6 +17,7 @@ use crate::domain::import::{ImportBatch, ImportRecord, ObjectCounts};
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::domain::time::Timestamp;
+use crate::output::Output;
 use crate::store::operator::admin::CreateToken;
 use crate::store::operator::import::Import;
 use crate::store::{self, DatabaseUrl, NewToken, StoreOptions};

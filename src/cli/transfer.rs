@@ -9,9 +9,9 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use tokio::sync::mpsc;
 
-use super::output::Output;
-use super::progress;
 use crate::domain::import::{ObjectCounts, read_records};
+use crate::output::Output;
+use crate::output::progress;
 use crate::store::Store;
 use crate::store::operator::export::{CountObjects, Export};
 use crate::store::operator::import::Import;

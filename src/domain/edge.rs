@@ -44,14 +44,14 @@ impl EdgeStatus {
     }
 }
 
-/// A report, as an edge sends it.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+/// A report, as an edge sends it (`proxydeck follow` writes it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EdgeReport {
     pub name: String,
     pub revision: u32,
     pub status: EdgeStatus,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 

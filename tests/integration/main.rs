@@ -69,8 +69,9 @@ mod postgres {
 // The command line, the server's handling of connections, and what only
 // one backend does.
 mod cli;
-mod config;
+mod client;
 mod console;
+mod follow;
 mod migrations;
 mod openapi;
 mod openapi_contract;
@@ -84,5 +85,3 @@ mod postgres_tls;
 mod rate_limits;
 mod server;
 mod sqlite_store;
-mod terminal;
-mod transfer;

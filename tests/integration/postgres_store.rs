@@ -360,7 +360,7 @@ fn moving_from_sqlite_to_postgres_keeps_every_byte() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let target = runtime.block_on(TestStore::new(Backend::Postgres));
     let sandbox = Sandbox::new();
-    sandbox.import(&crate::transfer::rich_data().lines);
+    sandbox.import(&crate::cli::transfer::rich_data().lines);
     let from_sqlite = sandbox.path().join("from-sqlite.ndjson");
     sandbox.json(&["admin", "export", from_sqlite.to_str().unwrap()]);
 

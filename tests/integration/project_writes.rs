@@ -1016,7 +1016,7 @@ async fn lists_hold_a_thousand_entries_and_refuse_one_more() {
 
 /// No answer lies: writes whose deadline passes inside their transaction
 /// (a request timeout a few milliseconds longer than the margin kept for
-/// the answer, `store::deadline`) roll back. Every answer is checked
+/// the answer, `store::engine::deadline`) roll back. Every answer is checked
 /// against what the store holds: a write answered 503 committed nothing, a
 /// write that committed answers its success, and sent again with its
 /// `Idempotency-Key` each tells which it was.

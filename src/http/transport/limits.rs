@@ -53,7 +53,7 @@ pub async fn enforce_limits(
         return ApiError::HeadersTooLarge.into_response();
     }
     // The request's writes roll back rather than commit after this
-    // answers 503 for them (`store::deadline`).
+    // answers 503 for them (`store::engine::deadline`).
     let deadline = std::time::Instant::now() + limits.timeout;
     let answer = deadline::for_request(deadline, next.run(request));
     match tokio::time::timeout_at(deadline.into(), answer).await {

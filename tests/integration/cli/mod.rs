@@ -1,7 +1,11 @@
-//! The `proxydeck` command line of `cli.md`: the real binary, run as a
+//! The `proxydeck` command line of `cli.md` that `src/cli/` runs: serving
+//! (`serve`, `demo`, `migrate`), the configuration (`config`), the
+//! completions and manual pages, and the operator's commands (`admin`,
+//! with its imports and exports in `transfer`); the real binary, run as a
 //! child process on SQLite files in temporary folders. Where a command's
 //! effect must show in the API, a real `proxydeck serve` (or `demo`) child
-//! process answers over loopback HTTP.
+//! process answers over loopback HTTP. The terminal client's tests are in
+//! `client`, the `follow` agent's in `follow`.
 
 use std::net::TcpListener;
 
@@ -11,14 +15,16 @@ use serde_json::{Value, json};
 use crate::binary::*;
 use crate::helpers::*;
 
+mod admin_directory;
+mod admin_import;
+mod admin_lists;
+mod admin_tokens;
 mod commands;
 mod completions;
-mod directory;
-mod follow;
-mod import;
+mod config;
 mod readme;
 mod serve_and_demo;
-mod tokens;
+pub(crate) mod transfer;
 
 /// A timestamp in the wire format `2026-05-01T12:00:00.000Z`.
 #[track_caller]

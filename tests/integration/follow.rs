@@ -9,7 +9,10 @@ use std::process::{Child, Stdio};
 
 use reqwest::Method;
 
-use super::*;
+use serde_json::Value;
+
+use crate::binary::*;
+use crate::helpers::*;
 
 /// A `proxydeck follow` child process, killed when dropped; its stderr
 /// goes to a file.

@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
-use super::config::BadSetting;
 use super::profile::{ProfileArg, file_of, load};
+use crate::output::BadSetting;
 
 /// The API's address when neither a flag, a variable nor a profile gives one.
-pub(super) const DEFAULT_URL: &str = "http://127.0.0.1:8080";
+pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
 
 /// Where the API is and as whom to call it. Unset, they come from the
 /// profile `proxydeck login` saved.
@@ -46,7 +46,7 @@ pub struct Target {
 /// Where a setting in use came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(super) enum Source {
+pub enum Source {
     Flag,
     Env,
     Profile,
@@ -54,12 +54,12 @@ pub(super) enum Source {
 }
 
 /// The target of a client command, and where each half came from.
-pub(super) struct Resolved {
-    pub(super) target: Target,
-    pub(super) url_from: Source,
-    pub(super) token_from: Source,
-    pub(super) profile: String,
-    pub(super) file: PathBuf,
+pub struct Resolved {
+    pub target: Target,
+    pub url_from: Source,
+    pub token_from: Source,
+    pub profile: String,
+    pub file: PathBuf,
 }
 
 /// The same URL, a trailing slash aside.
@@ -79,7 +79,7 @@ fn source_of(value: &str, name: &str) -> Source {
 /// The URL and token of a client command: flags, then environment
 /// variables, then the profile. The profile's token goes only to the
 /// profile's URL.
-pub(super) fn resolve_with_sources(connection: &Connection) -> anyhow::Result<Resolved> {
+pub fn resolve_with_sources(connection: &Connection) -> anyhow::Result<Resolved> {
     let profile = connection.profile.profile.clone();
     let file = file_of(&profile)?;
     let saved = load(&file)?;

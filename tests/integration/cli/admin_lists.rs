@@ -2,6 +2,7 @@
 //! shows, token hints and revocations, never a secret.
 
 use super::*;
+use crate::client::{column, ids_of, table, text_of};
 
 #[test]
 fn admin_org_and_user_list_show_what_export_shows() {

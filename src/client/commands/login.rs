@@ -11,12 +11,12 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use super::api::{ApiClient, Refused, Request};
-use super::connection::{Connection, DEFAULT_URL, Source, Target, resolve_with_sources};
-use super::output::{Output, printable};
-use super::profile::{ProfileArg, Saved, file_of, load, save};
-use super::table;
+use crate::client::connection::{Connection, DEFAULT_URL, Source, Target, resolve_with_sources};
+use crate::client::http::{ApiClient, Refused, Request};
+use crate::client::profile::{ProfileArg, Saved, file_of, load, save};
 use crate::domain::token;
+use crate::output::table;
+use crate::output::{Output, printable};
 
 #[derive(Args)]
 pub struct LoginArgs {

@@ -1,8 +1,8 @@
-//! The operator's listings (`admin org list`, `admin user list`, `admin
-//! token list`) on SQLite files, and the terminal client (`projects list`,
-//! `tokens list`, `proxy-settings list`): the real binary, talking over
-//! loopback HTTP to an in-process service (or a `proxydeck serve` child),
-//! compared with what raw HTTP requests to the same service answer.
+//! The terminal client (`src/client/`: `projects`, `tokens`,
+//! `proxy-settings`, `login`...): the real binary, talking over loopback
+//! HTTP to an in-process service (or a `proxydeck serve` child), compared
+//! with what raw HTTP requests to the same service answer. The table
+//! readers here serve the operator's listings too (`cli::admin_lists`).
 
 use std::io::Read;
 use std::path::Path;
@@ -19,23 +19,22 @@ use tempfile::TempDir;
 use crate::binary::*;
 use crate::helpers::*;
 
-mod admin_lists;
 mod edges;
 mod errors;
 mod escapes;
 mod naming;
 mod output;
 mod profiles;
+mod projects;
 mod revisions;
 mod setup;
 mod walking;
-mod writes;
 
 /// Parses an aligned table whose header row is exactly `headers`: each
 /// column starts where its header starts, cells never spill into the next
 /// column. Answers the rows' cells, trimmed.
 #[track_caller]
-fn table(text: &str, headers: &[&str]) -> Vec<Vec<String>> {
+pub(crate) fn table(text: &str, headers: &[&str]) -> Vec<Vec<String>> {
     let mut lines = text.lines();
     let header = lines
         .next()
@@ -101,18 +100,18 @@ fn table(text: &str, headers: &[&str]) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn column(rows: &[Vec<String>], index: usize) -> Vec<&str> {
+pub(crate) fn column(rows: &[Vec<String>], index: usize) -> Vec<&str> {
     rows.iter().map(|row| row[index].as_str()).collect()
 }
 
-fn ids_of(items: &[Value]) -> Vec<&str> {
+pub(crate) fn ids_of(items: &[Value]) -> Vec<&str> {
     items
         .iter()
         .map(|item| item["id"].as_str().expect("an id"))
         .collect()
 }
 
-fn text_of(value: &Value) -> String {
+pub(crate) fn text_of(value: &Value) -> String {
     match value {
         Value::Null => "-".into(),
         Value::String(text) => text.clone(),

@@ -1,11 +1,7 @@
-//! How results are printed. A command's one result: one JSON document
-//! with `--json`, text otherwise ([`Output`]). The terminal client's JSON:
-//! every field or some (`--json [FIELDS]`, as `gh` has it), through a jq
-//! program (`--jq`, run by jaq); pretty-printed and coloured on a
-//! terminal, compact when piped. Text from the server is never printed
-//! raw where a person reads it: [`printable`].
+//! The terminal client's JSON: every field or some (`--json [FIELDS]`, as
+//! `gh` has it), through a jq program (`--jq`, run by jaq);
+//! pretty-printed and coloured on a terminal, compact when piped.
 
-use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 
 use anyhow::{Context as _, anyhow, bail};
@@ -13,93 +9,10 @@ use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Ctx, Vars, data, unwrap_valr};
 use jaq_json::write::{Pp, Styles};
 use jaq_json::{Map, Val};
-use serde::Serialize;
 use serde_json::value::RawValue;
 
+use super::escapes::{printable, printable_json};
 use crate::telemetry;
-
-/// Where results go: one JSON document with `--json`, human text otherwise.
-pub(crate) struct Output {
-    pub(crate) json: bool,
-}
-
-impl Output {
-    pub(crate) fn print(
-        &self,
-        value: &impl Serialize,
-        human: impl FnOnce() -> String,
-    ) -> anyhow::Result<()> {
-        let text = if self.json {
-            serde_json::to_string(value)?
-        } else {
-            human()
-        };
-        // Not println!, which panics when stdout is a closed pipe.
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{text}")?;
-        stdout.flush()?;
-        Ok(())
-    }
-}
-
-/// Whether `c` may act on a terminal rather than show: a control
-/// character (C0 with newline and tab, DEL, C1: cursor moves, a window
-/// title, a clipboard write), a bidirectional control (it reorders what a
-/// person reads), or a line or paragraph separator.
-fn acts(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061c}'
-                | '\u{200e}'
-                | '\u{200f}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2066}'..='\u{2069}'
-                | '\u{2028}'
-                | '\u{2029}'
-        )
-}
-
-/// Text from the server as the client shows it to people (tables, the
-/// text of an object, diffs, summaries, error messages), on a terminal
-/// or piped alike: each character that [`acts`] written as Rust writes it
-/// (`\n`, `\t`, `\u{1b}`, `\u{202e}`), the rest as sent. JSON output does
-/// not go through it: see [`printable_json`].
-pub(crate) fn printable(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(acts) {
-        return Cow::Borrowed(text);
-    }
-    let mut shown = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if acts(c) {
-            shown.extend(c.escape_debug());
-        } else {
-            shown.push(c);
-        }
-    }
-    Cow::Owned(shown)
-}
-
-/// JSON text for a terminal: each character that [`acts`] and that a
-/// JSON writer may leave raw in a string (DEL and beyond) written as a
-/// JSON escape (`\u202e`): the same JSON value, shown safely. The ASCII
-/// controls are left: JSON text holds them only as its own whitespace
-/// (a string holds them escaped) or as the colours put in it.
-fn printable_json(text: &str) -> Cow<'_, str> {
-    let raw = |c: char| acts(c) && c >= '\u{7f}';
-    if !text.chars().any(raw) {
-        return Cow::Borrowed(text);
-    }
-    let mut shown = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if raw(c) {
-            shown.push_str(&format!("\\u{:04x}", u32::from(c)));
-        } else {
-            shown.push(c);
-        }
-    }
-    Cow::Owned(shown)
-}
 
 /// Writes one JSON text (a document, or an object of NDJSON) and a
 /// newline: as it is, unless it goes to a terminal.
@@ -411,6 +324,8 @@ pub fn schema_fields(schema: &str) -> anyhow::Result<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+
     use super::*;
 
     fn items(text: &[&str]) -> Vec<Box<RawValue>> {

@@ -49,9 +49,9 @@ fn parse_profile_name(text: &str) -> Result<String, String> {
 /// What a profile file holds. No `Debug`: it holds the token.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Saved {
-    pub(super) url: String,
-    pub(super) token: String,
+pub struct Saved {
+    pub url: String,
+    pub token: String,
 }
 
 /// The folder of the profiles.
@@ -64,13 +64,13 @@ fn folder() -> anyhow::Result<PathBuf> {
 }
 
 /// The file of the profile `profile`.
-pub(super) fn file_of(profile: &str) -> anyhow::Result<PathBuf> {
+pub fn file_of(profile: &str) -> anyhow::Result<PathBuf> {
     Ok(folder()?.join(format!("{profile}.toml")))
 }
 
 /// The profile in `file`, if there is one. Errors never quote the file:
 /// it holds a token.
-pub(super) fn load(file: &Path) -> anyhow::Result<Option<Saved>> {
+pub fn load(file: &Path) -> anyhow::Result<Option<Saved>> {
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -87,7 +87,7 @@ pub(super) fn load(file: &Path) -> anyhow::Result<Option<Saved>> {
 /// Writes `saved` to `file` whole or not at all, readable by its owner
 /// only from the start: a temporary file beside it (created with mode
 /// 0600) renamed over it.
-pub(super) fn save(file: &Path, saved: &Saved) -> anyhow::Result<()> {
+pub fn save(file: &Path, saved: &Saved) -> anyhow::Result<()> {
     let folder = file.parent().expect("a profile file is in a folder");
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);

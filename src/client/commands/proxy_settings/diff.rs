@@ -1,9 +1,7 @@
-//! `proxy-settings get` and `proxy-settings diff`: one revision of a
-//! project's proxy settings, and what changed between two of them. Both
-//! read the revisions through the listing, one short page positioned at
-//! each (the API has no single-revision read).
+//! `proxy-settings diff`: what changed between two revisions of a
+//! project's proxy settings, read as `proxy-settings get` reads one
+//! ([`crate::client::revision_read`]).
 
-use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{IsTerminal, Write};
 
@@ -12,40 +10,14 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::api::{ApiClient, Page, Refused, v1};
-use super::connection::{self, Connection};
-use super::names::{PROJECT_HELP, resolve_project};
-use super::output::{Jq, Style, print_document, printable};
-use crate::domain::pagination::MAX_LIMIT;
+use super::revisions::Document;
+use crate::client::connection::{self, Connection};
+use crate::client::http::ApiClient;
+use crate::client::names::PROJECT_HELP;
+use crate::client::revision_read::{Project, fetch, revision_of};
+use crate::output::json::{Jq, Style, print_document};
+use crate::output::printable;
 use crate::telemetry;
-
-/// How one document is shown: `--json`, `--jq`.
-#[derive(Args)]
-pub struct Document {
-    /// Print the result as one JSON document (indented and coloured on a
-    /// terminal, one line when piped).
-    // The global flag's id and value ("" always): `proxydeck --json
-    // proxy-settings diff ...` works too.
-    #[arg(long, num_args = 0, default_missing_value = "")]
-    json: Option<String>,
-    /// Filter that JSON document with a jq program, such as
-    /// '.backends[].name' (strings print without quotes, as with jq -r).
-    #[arg(long, value_name = "EXPR")]
-    jq: Option<String>,
-}
-
-#[derive(Args)]
-pub struct GetArgs {
-    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
-    project: String,
-    /// The revision's number.
-    #[arg(value_name = "REVISION", value_parser = clap::value_parser!(u32).range(1..))]
-    revision: u32,
-    #[command(flatten)]
-    document: Document,
-    #[command(flatten)]
-    connection: Connection,
-}
 
 #[derive(Args)]
 pub struct DiffArgs {
@@ -61,23 +33,6 @@ pub struct DiffArgs {
     document: Document,
     #[command(flatten)]
     connection: Connection,
-}
-
-/// `proxy-settings get`: the revision as the listing gives it.
-pub async fn get(args: GetArgs) -> anyhow::Result<()> {
-    let jq = args.document.jq.as_deref().map(Jq::compile).transpose()?;
-    let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
-    let project = Project::resolve(&client, args.project).await?;
-    let revision = fetch(&client, &project, args.revision).await?;
-    let mut stdout = std::io::stdout().lock();
-    print_document(
-        &revision.to_string(),
-        jq.as_ref(),
-        Style::stdout(),
-        &mut stdout,
-    )?;
-    stdout.flush()?;
-    Ok(())
 }
 
 /// `proxy-settings diff`: text, or with `--json`/`--jq` the [`Diff`].
@@ -104,110 +59,6 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
     }
     stdout.flush()?;
     Ok(())
-}
-
-/// A project as the person named it, and its id.
-pub(super) struct Project {
-    given: String,
-    id: String,
-}
-
-impl Project {
-    /// A project the caller knows by its id (`follow`, from the feed).
-    pub(super) fn by_id(id: &str) -> Self {
-        Self {
-            given: id.to_owned(),
-            id: id.to_owned(),
-        }
-    }
-
-    async fn resolve(client: &ApiClient, given: String) -> anyhow::Result<Self> {
-        let id = resolve_project(client, &given).await?;
-        Ok(Self { given, id })
-    }
-}
-
-/// Revision `number` of `project`, read with pages of one item: ascending
-/// after `number - 1`, else (that one is no revision) descending after
-/// `number + 1`; either page answers whether `number` exists. Revisions
-/// are numbered without gaps unless an import left some: when neither
-/// neighbour exists, pages walk down from the newest revision to `number`.
-pub(super) async fn fetch(
-    client: &ApiClient,
-    project: &Project,
-    number: u32,
-) -> anyhow::Result<Value> {
-    let missing = || {
-        anyhow!(
-            "project {:?} has no proxy settings revision {number}",
-            project.given
-        )
-    };
-    // Revision 1 is the first item: no start key.
-    let mut tries = vec![("ASC", (number > 1).then(|| (number - 1).to_string()))];
-    tries.extend(
-        number
-            .checked_add(1)
-            .map(|after| ("DESC", Some(after.to_string()))),
-    );
-    for (direction, after) in tries {
-        if let Some(page) = page(client, project, direction, 1, after).await? {
-            let first = page.items()?.into_iter().next();
-            return first
-                .filter(|item| revision_of(item) == Some(number))
-                .ok_or_else(missing);
-        }
-    }
-    let mut start_key = None;
-    loop {
-        let page = page(client, project, "DESC", MAX_LIMIT, start_key.take())
-            .await?
-            .ok_or_else(missing)?;
-        let next = page.next_key(Some(MAX_LIMIT));
-        for item in page.items()? {
-            match revision_of(&item).map(|revision| revision.cmp(&number)) {
-                Some(Ordering::Equal) => return Ok(item),
-                Some(Ordering::Less) => return Err(missing()),
-                _ => {}
-            }
-        }
-        start_key = Some(next.ok_or_else(missing)?);
-    }
-}
-
-/// One page of the project's revisions; `None` when `start_key` is no
-/// revision of it.
-async fn page(
-    client: &ApiClient,
-    project: &Project,
-    direction: &str,
-    limit: u32,
-    start_key: Option<String>,
-) -> anyhow::Result<Option<Page>> {
-    let segments = v1(&["projects", &project.id, "proxy-settings"]);
-    let mut query = vec![
-        ("limit", limit.to_string()),
-        ("order_direction", direction.to_owned()),
-    ];
-    query.extend(start_key.map(|key| ("start_key", key)));
-    match client.page(&segments, &query).await {
-        Ok(page) => Ok(Some(page)),
-        Err(error) => match error.downcast_ref::<Refused>() {
-            Some(refused) if refused.is_unknown_start_key() => Ok(None),
-            // Gone since it was named.
-            Some(refused) if refused.is_not_found() => Err(anyhow!(
-                "no project {:?} (or this token cannot see it)",
-                project.given
-            )),
-            _ => Err(error),
-        },
-    }
-}
-
-fn revision_of(item: &Value) -> Option<u32> {
-    item["revision"]
-        .as_u64()
-        .and_then(|n| u32::try_from(n).ok())
 }
 
 /// What changed from one revision to another; `--json` prints it.
@@ -759,7 +610,8 @@ mod tests {
     use serde_json::json;
 
     /// The cases the console runs too (tests/integration/console/).
-    const CASES: &str = include_str!("../../tests/integration/fixtures/revision-diff-cases.json");
+    const CASES: &str =
+        include_str!("../../../../tests/integration/fixtures/revision-diff-cases.json");
 
     #[test]
     fn the_diff_follows_the_shared_cases() {

@@ -11,7 +11,7 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use unicode_width::UnicodeWidthStr;
 
-use super::output::printable;
+use super::escapes::printable;
 
 /// Columns separated by spaces, no borders, no wrapping.
 pub fn render(headers: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {

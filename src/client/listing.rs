@@ -1,8 +1,9 @@
-//! The API's listings, `projects list`, `tokens list`, `proxy-settings
-//! list` and (every page of) `proxy-settings edges`: read from a running
-//! proxydeck over HTTP and shown as a table, JSON or NDJSON; one page, or
-//! every page with `--all`. Objects are printed exactly as the server sent
-//! them, unless `--json FIELDS` or `--jq` asks for less.
+//! What the API's listings share (`projects list`, `tokens list`,
+//! `proxy-settings list` and every page of `proxy-settings edges`): read
+//! from a running proxydeck over HTTP and shown as a table, JSON or
+//! NDJSON; one page, or every page with `--all`. Objects are printed
+//! exactly as the server sent them, unless `--json FIELDS` or `--jq` asks
+//! for less.
 
 use std::io::{IsTerminal, Write};
 
@@ -13,12 +14,12 @@ use serde_json::value::RawValue;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::api::{ApiClient, Request, v1};
 use super::connection::{self, Connection};
-use super::names::{PROJECT_HELP, resolve_project};
-use super::output::{Jq, Json, Style, printable, schema_fields, write_json_line};
-use super::table::{self, Column};
+use super::http::{ApiClient, Request};
 use crate::domain::pagination::MAX_LIMIT;
+use crate::output::json::{Jq, Json, Style, schema_fields, write_json_line};
+use crate::output::printable;
+use crate::output::table::{self, Column};
 
 #[derive(Args, Debug)]
 pub struct Paging {
@@ -81,42 +82,16 @@ pub struct ListingArgs {
     connection: Connection,
 }
 
-#[derive(Args)]
-pub struct ProjectsList {
-    /// Only this organization's projects.
-    #[arg(long, value_name = "ORG_ID")]
-    organization_id: Option<String>,
-    #[command(flatten)]
-    listing: ListingArgs,
-}
-
-#[derive(Args)]
-pub struct TokensList {
-    /// Only tokens with exactly this name.
-    #[arg(long)]
-    name: Option<String>,
-    #[command(flatten)]
-    listing: ListingArgs,
-}
-
-#[derive(Args)]
-pub struct ProxySettingsList {
-    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
-    project: String,
-    #[command(flatten)]
-    listing: ListingArgs,
-}
-
 /// What differs between the listings.
 #[derive(Clone, Copy)]
-pub(super) enum Kind {
+pub enum ListKind {
     Projects,
     Tokens,
     ProxySettings,
     Edges,
 }
 
-impl Kind {
+impl ListKind {
     /// The columns of the table; when the terminal is narrow the ranked
     /// ones go, lowest first.
     fn columns(self) -> &'static [Column] {
@@ -232,7 +207,7 @@ impl Kind {
 }
 
 /// How the items are printed.
-pub(super) enum Printing {
+pub enum Printing {
     Table,
     Json(Json),
     Ndjson,
@@ -240,7 +215,7 @@ pub(super) enum Printing {
 
 impl Shape {
     /// What the flags ask for; a pair that cannot go together is refused.
-    pub(super) fn printing(self, kind: Kind) -> anyhow::Result<Printing> {
+    pub fn printing(self, kind: ListKind) -> anyhow::Result<Printing> {
         let json = self.json.is_some() || self.jq.is_some();
         match self.output {
             Some(Format::Json) => bail!(
@@ -278,37 +253,10 @@ impl Shape {
     }
 }
 
-/// `projects list`.
-pub async fn projects(args: ProjectsList) -> anyhow::Result<()> {
-    let filter = args.organization_id.map(|id| ("organization_id", id));
-    let (client, printing, paging) = args.listing.open(Kind::Projects)?;
-    let segments = v1(&["projects"]);
-    let printer = Printer::new(printing, Kind::Projects);
-    list(&client, &segments, filter, paging, printer).await
-}
-
-/// `tokens list`.
-pub async fn tokens(args: TokensList) -> anyhow::Result<()> {
-    let filter = args.name.map(|name| ("name", name));
-    let (client, printing, paging) = args.listing.open(Kind::Tokens)?;
-    let segments = v1(&["api_tokens"]);
-    let printer = Printer::new(printing, Kind::Tokens);
-    list(&client, &segments, filter, paging, printer).await
-}
-
-/// `proxy-settings list`.
-pub async fn proxy_settings(args: ProxySettingsList) -> anyhow::Result<()> {
-    let (client, printing, paging) = args.listing.open(Kind::ProxySettings)?;
-    let id = resolve_project(&client, &args.project).await?;
-    let segments = v1(&["projects", &id, "proxy-settings"]);
-    let printer = Printer::new(printing, Kind::ProxySettings);
-    list(&client, &segments, None, paging, printer).await
-}
-
 impl ListingArgs {
     /// The client, and how and which pages to print, settled before
     /// anything is sent.
-    fn open(self, kind: Kind) -> anyhow::Result<(ApiClient, Printing, Paging)> {
+    pub fn open(self, kind: ListKind) -> anyhow::Result<(ApiClient, Printing, Paging)> {
         let printing = self.shape.printing(kind)?;
         let client = ApiClient::new(&connection::resolve(&self.connection)?)?;
         Ok((client, printing, self.paging))
@@ -316,7 +264,7 @@ impl ListingArgs {
 }
 
 /// Prints every page of the listing at `segments` with `printer`.
-pub(super) async fn list_all(
+pub async fn list_all(
     client: &ApiClient,
     segments: &[String],
     printer: Printer,
@@ -332,7 +280,7 @@ pub(super) async fn list_all(
 
 /// Prints the listing at `segments` (narrowed by `filter`, a query
 /// parameter, when given) page by page as `paging` asks.
-async fn list(
+pub async fn list(
     client: &ApiClient,
     segments: &[String],
     filter: Option<(&'static str, String)>,
@@ -376,16 +324,16 @@ async fn list(
 /// Prints the items. NDJSON streams each page as it arrives (the format
 /// for walks too long to hold); JSON and tables are printed whole at the
 /// end, so a walk that fails half-way leaves no broken document.
-pub(super) struct Printer {
+pub struct Printer {
     printing: Printing,
-    kind: Kind,
+    kind: ListKind,
     /// A line above the table, made from the items.
     heading: Option<fn(&[Value]) -> String>,
     items: Vec<Box<RawValue>>,
 }
 
 impl Printer {
-    pub(super) fn new(printing: Printing, kind: Kind) -> Self {
+    pub fn new(printing: Printing, kind: ListKind) -> Self {
         Self {
             printing,
             kind,
@@ -395,7 +343,7 @@ impl Printer {
     }
 
     /// The table starts with `heading`'s line, even when it has no rows.
-    pub(super) fn with_heading(self, heading: fn(&[Value]) -> String) -> Self {
+    pub fn with_heading(self, heading: fn(&[Value]) -> String) -> Self {
         Self {
             heading: Some(heading),
             ..self
@@ -426,7 +374,7 @@ impl Printer {
             _ => Vec::new(),
         };
         let names = match self.kind {
-            Kind::Projects => organization_names(client, &objects).await,
+            ListKind::Projects => organization_names(client, &objects).await,
             _ => OrganizationNames::new(),
         };
         let mut stdout = std::io::stdout().lock();

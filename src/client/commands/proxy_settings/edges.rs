@@ -2,17 +2,21 @@
 //! the edges' reports (listEdges), every page of them, shown as the other
 //! listings are: on a terminal a summary line ("2 edges on revision 4, 1
 //! failed on 4: REASON") then a table; piped or with `--json`/`--jq`, the
-//! JSON array of the edges.
+//! JSON array of the edges. `proxy-settings delete-edge` removes an
+//! edge's report.
 
 use std::collections::BTreeMap;
 
 use clap::Args;
 use serde_json::Value;
 
-use super::api::{ApiClient, v1};
-use super::connection::{self, Connection};
-use super::listings::{Kind, Printer, Shape, list_all};
-use super::names::{PROJECT_HELP, resolve_project};
+use reqwest::Method;
+
+use crate::client::connection::{self, Connection};
+use crate::client::http::{ApiClient, Request, v1};
+use crate::client::listing::{ListKind, Printer, Shape, list_all};
+use crate::client::names::{PROJECT_HELP, resolve_project};
+use crate::client::object::{ObjectKind, ObjectShape, Session, confirm};
 
 #[derive(Args)]
 pub struct EdgesArgs {
@@ -25,11 +29,44 @@ pub struct EdgesArgs {
 }
 
 pub async fn edges(args: EdgesArgs) -> anyhow::Result<()> {
-    let printing = args.shape.printing(Kind::Edges)?;
+    let printing = args.shape.printing(ListKind::Edges)?;
     let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
     let id = resolve_project(&client, &args.project).await?;
-    let printer = Printer::new(printing, Kind::Edges).with_heading(summary);
+    let printer = Printer::new(printing, ListKind::Edges).with_heading(summary);
     list_all(&client, &v1(&["projects", &id, "edges"]), printer).await
+}
+
+#[derive(Args)]
+pub struct DeleteEdge {
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
+    /// The edge's name, as it reports (`proxydeck follow --name`).
+    #[arg(value_name = "EDGE")]
+    name: String,
+    /// Do not ask. Without it the command asks on a terminal, and refuses
+    /// when stdin is not one.
+    #[arg(long, short)]
+    yes: bool,
+    #[command(flatten)]
+    shape: ObjectShape,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+/// Removes an edge's report (deleteEdge): one the edges no longer run.
+pub async fn delete_edge(args: DeleteEdge) -> anyhow::Result<()> {
+    if !args.yes {
+        confirm(&format!(
+            "remove the report of edge {} from project {}",
+            args.name, args.project
+        ))?;
+    }
+    let session = Session::open(&args.connection, &args.shape, ObjectKind::Deleted)?;
+    let id = session.project(&args.project).await?;
+    let path = v1(&["projects", &id, "edges", &args.name]);
+    session
+        .exchange(Request::new(Method::DELETE, &path), "deleted")
+        .await
 }
 
 /// "2 edges on revision 4, 1 on revision 3, 1 failed on 4: REASON" (the

@@ -12,19 +12,19 @@ use std::ops::ControlFlow;
 
 use serde_json::Value;
 
-use super::api::{ApiClient, Refused, Request, v1};
-use super::output::printable;
+use super::http::{ApiClient, Refused, Request, v1};
 use crate::domain::project::check_slug;
+use crate::output::printable;
 
 /// The help of every argument that names a project.
-pub(super) const PROJECT_HELP: &str = "The project: its id, ORG/SLUG (its organization's slug, then its own, such as acme-corp/acme-shop), or its slug alone when no other project of yours has it";
+pub const PROJECT_HELP: &str = "The project: its id, ORG/SLUG (its organization's slug, then its own, such as acme-corp/acme-shop), or its slug alone when no other project of yours has it";
 
 /// The id of the project `given` names (see the module's text). What it
 /// costs: an id, one request; `ORG/SLUG`, the caller's organizations (100
 /// a request) until ORG, then that organization's projects until SLUG;
 /// a slug alone, one request then every project of the caller (100 a
 /// request), to be sure no other has it.
-pub(super) async fn resolve_project(client: &ApiClient, given: &str) -> anyhow::Result<String> {
+pub async fn resolve_project(client: &ApiClient, given: &str) -> anyhow::Result<String> {
     match given.split_once('/') {
         Some((organization, slug)) => in_organization(client, given, organization, slug).await,
         None => by_id_or_slug(client, given).await,
@@ -33,10 +33,7 @@ pub(super) async fn resolve_project(client: &ApiClient, given: &str) -> anyhow::
 
 /// The id of the organization `given` names among the caller's: its slug
 /// or its id (in any letter case).
-pub(super) async fn resolve_organization(
-    client: &ApiClient,
-    given: &str,
-) -> anyhow::Result<String> {
+pub async fn resolve_organization(client: &ApiClient, given: &str) -> anyhow::Result<String> {
     let found = find_organization(client, given).await?;
     found.ok_or_else(|| {
         Unnamed(format!(
@@ -51,7 +48,7 @@ pub(super) async fn resolve_organization(
 /// `follow` needs to know, apart from a service it cannot reach).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub(super) struct Unnamed(String);
+pub struct Unnamed(String);
 
 /// Not found, or not one the token can see: the API answers both alike.
 fn no_project(given: &str) -> anyhow::Error {

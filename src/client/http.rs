@@ -1,7 +1,8 @@
-//! The HTTP client of the API, which every client command stands on: a
-//! request (method, path, query, JSON body, headers) sent with the token
-//! and tried again on 429 and 503; a success answer's body and ETag; a
-//! page of a listing; an error answer in one sentence ([`Refused`]). It
+//! The client's HTTP calls to the API, which every client command and
+//! `follow` stand on: a request (method, path, query, JSON body, headers)
+//! sent with the token and tried again on 429 and 503; a success answer's
+//! body and ETag; a page of a listing; a stream of Server-Sent Events
+//! ([`EventStream`]); an error answer in one sentence ([`Refused`]). It
 //! knows no command, so that each command can use it alike.
 
 use std::io::IsTerminal;
@@ -16,14 +17,15 @@ use serde_json::value::RawValue;
 use time::OffsetDateTime;
 
 use super::connection::Target;
-use super::output::printable;
+use super::sse::EventStream;
 use crate::domain::pagination::{DEFAULT_LIMIT, MAX_LIMIT};
+use crate::output::printable;
 
 /// A page of any listing. The token listing has no `has_more`/`last_key`:
 /// a full page may be followed by more, keyed by its last item's id.
 #[derive(Deserialize)]
-pub(super) struct Page {
-    pub(super) data: Vec<Box<RawValue>>,
+pub struct Page {
+    pub data: Vec<Box<RawValue>>,
     #[serde(default)]
     has_more: Option<bool>,
     #[serde(default)]
@@ -32,7 +34,7 @@ pub(super) struct Page {
 
 impl Page {
     /// The items, parsed.
-    pub(super) fn items(&self) -> anyhow::Result<Vec<Value>> {
+    pub fn items(&self) -> anyhow::Result<Vec<Value>> {
         self.data
             .iter()
             .map(|item| serde_json::from_str(item.get()))
@@ -42,7 +44,7 @@ impl Page {
 
     /// The start key of the next page, if there may be one. The token
     /// listing says nothing: a full page may have more after its last item.
-    pub(super) fn next_key(&self, limit: Option<u32>) -> Option<String> {
+    pub fn next_key(&self, limit: Option<u32>) -> Option<String> {
         match self.has_more {
             Some(more) => self.last_key.clone().filter(|_| more),
             None if self.data.len() == limit.unwrap_or(DEFAULT_LIMIT) as usize => self
@@ -60,7 +62,7 @@ impl Page {
 /// printable (the server's text may hold control characters).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
-pub(super) struct Refused {
+pub struct Refused {
     status: StatusCode,
     message: String,
     /// The first parameter the error names, if any.
@@ -89,28 +91,28 @@ impl Refused {
     }
 
     /// A 404: an unknown path, or a project unknown or not visible.
-    pub(super) fn is_not_found(&self) -> bool {
+    pub fn is_not_found(&self) -> bool {
         self.status == StatusCode::NOT_FOUND
     }
 
     /// A 400 naming the path's `id`: no id could look like that.
-    pub(super) fn is_malformed_id(&self) -> bool {
+    pub fn is_malformed_id(&self) -> bool {
         self.status == StatusCode::BAD_REQUEST && self.param.as_deref() == Some("id")
     }
 
     /// The `start_key` named no item of the list.
-    pub(super) fn is_unknown_start_key(&self) -> bool {
+    pub fn is_unknown_start_key(&self) -> bool {
         self.status == StatusCode::BAD_REQUEST && self.param.as_deref() == Some("start_key")
     }
 
     /// The token did not authenticate.
-    pub(super) fn is_authentication(&self) -> bool {
+    pub fn is_authentication(&self) -> bool {
         self.status == StatusCode::UNAUTHORIZED
     }
 
     /// A refusal the same request will meet again (a 4xx but 408 and 429):
     /// no use trying again.
-    pub(super) fn is_permanent(&self) -> bool {
+    pub fn is_permanent(&self) -> bool {
         self.status.is_client_error()
             && !matches!(
                 self.status,
@@ -119,7 +121,7 @@ impl Refused {
     }
 
     /// The error body an event stream ends with (its `error` event).
-    pub(super) fn from_event(data: &str) -> Self {
+    pub fn from_event(data: &str) -> Self {
         let status = match serde_json::from_str::<Value>(data).unwrap_or_default()["error"]["type"]
             .as_str()
         {
@@ -148,7 +150,7 @@ fn sentence(message: &str, params: &[(String, String)]) -> String {
 }
 
 /// The path segments of `/v1/PARTS...`.
-pub(super) fn v1(parts: &[&str]) -> Vec<String> {
+pub fn v1(parts: &[&str]) -> Vec<String> {
     std::iter::once("v1")
         .chain(parts.iter().copied())
         .map(str::to_owned)
@@ -157,7 +159,7 @@ pub(super) fn v1(parts: &[&str]) -> Vec<String> {
 
 /// A request to the API: its method, path segments, query, JSON body and
 /// headers.
-pub(super) struct Request<'a> {
+pub struct Request<'a> {
     method: reqwest::Method,
     segments: &'a [String],
     query: &'a [(&'a str, String)],
@@ -166,7 +168,7 @@ pub(super) struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
-    pub(super) fn new(method: reqwest::Method, segments: &'a [String]) -> Self {
+    pub fn new(method: reqwest::Method, segments: &'a [String]) -> Self {
         Self {
             method,
             segments,
@@ -176,27 +178,27 @@ impl<'a> Request<'a> {
         }
     }
 
-    pub(super) fn query(self, query: &'a [(&'a str, String)]) -> Self {
+    pub fn query(self, query: &'a [(&'a str, String)]) -> Self {
         Self { query, ..self }
     }
 
-    pub(super) fn body(self, body: Value) -> Self {
+    pub fn body(self, body: Value) -> Self {
         Self {
             body: Some(body),
             ..self
         }
     }
 
-    pub(super) fn header(mut self, name: &'static str, value: Option<String>) -> Self {
+    pub fn header(mut self, name: &'static str, value: Option<String>) -> Self {
         self.headers.extend(value.map(|value| (name, value)));
         self
     }
 }
 
 /// A success answer: its body and `ETag`.
-pub(super) struct Answer {
-    pub(super) body: bytes::Bytes,
-    pub(super) etag: Option<String>,
+pub struct Answer {
+    pub body: bytes::Bytes,
+    pub etag: Option<String>,
 }
 
 /// Times a request answered 429 or 503 is tried again.
@@ -204,7 +206,7 @@ const RETRIES: u32 = 5;
 /// The longest wait between two tries, whatever `Retry-After` says.
 const LONGEST_WAIT: Duration = Duration::from_secs(60);
 
-pub(super) struct ApiClient {
+pub struct ApiClient {
     http: reqwest::Client,
     /// For streams: no bound on the whole exchange, one on each read.
     streams: reqwest::Client,
@@ -213,7 +215,7 @@ pub(super) struct ApiClient {
 }
 
 impl ApiClient {
-    pub(super) fn new(target: &Target) -> anyhow::Result<Self> {
+    pub fn new(target: &Target) -> anyhow::Result<Self> {
         // TLS for https:// URLs; installing twice is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let base = url::Url::parse(&target.url)
@@ -244,7 +246,7 @@ impl ApiClient {
     }
 
     /// One page of a listing (see [`ApiClient::send`]).
-    pub(super) async fn page(
+    pub async fn page(
         &self,
         segments: &[String],
         query: &[(&str, String)],
@@ -258,7 +260,7 @@ impl ApiClient {
     /// Walks a listing from its start, the most items a page may hold at a
     /// time, handing each page's items to `visit` until it answers
     /// `Break`: what it broke with, or `None` when the list ended first.
-    pub(super) async fn walk<T>(
+    pub async fn walk<T>(
         &self,
         segments: &[String],
         query: &[(&str, String)],
@@ -281,13 +283,13 @@ impl ApiClient {
     }
 
     /// A stream of Server-Sent Events (`GET` with `Accept:
-    /// text/event-stream`), its body left to read as it comes; an error
+    /// text/event-stream`), read event by event as they come; an error
     /// answer becomes [`Refused`].
-    pub(super) async fn stream(
+    pub async fn stream(
         &self,
         segments: &[String],
         query: &[(&str, String)],
-    ) -> anyhow::Result<reqwest::Response> {
+    ) -> anyhow::Result<EventStream> {
         let url = self.url(segments, query)?;
         let response = self
             .streams
@@ -302,7 +304,7 @@ impl ApiClient {
             let body = response.bytes().await.unwrap_or_default();
             return Err(Refused::from_answer(status, &body).into());
         }
-        Ok(response)
+        Ok(EventStream::new(response))
     }
 
     fn url(&self, segments: &[String], query: &[(&str, String)]) -> anyhow::Result<url::Url> {
@@ -323,7 +325,7 @@ impl ApiClient {
     /// [`LONGEST_WAIT`]), [`RETRIES`] times at most, with the very same
     /// request: the same body and headers, an `Idempotency-Key` included,
     /// so a retried create cannot create twice.
-    pub(super) async fn send(&self, request: Request<'_>) -> anyhow::Result<Answer> {
+    pub async fn send(&self, request: Request<'_>) -> anyhow::Result<Answer> {
         let url = self.url(request.segments, request.query)?;
         let mut builder = self
             .http

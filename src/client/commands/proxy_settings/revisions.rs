@@ -1,0 +1,133 @@
+//! `proxy-settings list`, `get`, `create` and `activate`: a project's
+//! revisions, one of them, a new one, and which is active.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use reqwest::Method;
+use serde_json::json;
+
+use crate::client::connection::{self, Connection};
+use crate::client::http::{ApiClient, Request, v1};
+use crate::client::listing::{ListKind, ListingArgs, Printer, list as list_pages};
+use crate::client::names::{PROJECT_HELP, resolve_project};
+use crate::client::object::{
+    ObjectKind, ObjectShape, Precondition, Session, create as create_request, read_object,
+};
+use crate::client::revision_read::{Project, fetch};
+use crate::output::json::{Jq, Style, print_document};
+
+/// How one document is shown: `--json`, `--jq`.
+#[derive(Args)]
+pub struct Document {
+    /// Print the result as one JSON document (indented and coloured on a
+    /// terminal, one line when piped).
+    // The global flag's id and value ("" always): `proxydeck --json
+    // proxy-settings diff ...` works too.
+    #[arg(long, num_args = 0, default_missing_value = "")]
+    pub json: Option<String>,
+    /// Filter that JSON document with a jq program, such as
+    /// '.backends[].name' (strings print without quotes, as with jq -r).
+    #[arg(long, value_name = "EXPR")]
+    pub jq: Option<String>,
+}
+
+#[derive(Args)]
+pub struct List {
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
+    #[command(flatten)]
+    listing: ListingArgs,
+}
+
+/// `proxy-settings list`.
+pub async fn list(args: List) -> anyhow::Result<()> {
+    let (client, printing, paging) = args.listing.open(ListKind::ProxySettings)?;
+    let id = resolve_project(&client, &args.project).await?;
+    let segments = v1(&["projects", &id, "proxy-settings"]);
+    let printer = Printer::new(printing, ListKind::ProxySettings);
+    list_pages(&client, &segments, None, paging, printer).await
+}
+
+#[derive(Args)]
+pub struct Get {
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
+    /// The revision's number.
+    #[arg(value_name = "REVISION", value_parser = clap::value_parser!(u32).range(1..))]
+    revision: u32,
+    #[command(flatten)]
+    document: Document,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+/// `proxy-settings get`: the revision as the listing gives it.
+pub async fn get(args: Get) -> anyhow::Result<()> {
+    let jq = args.document.jq.as_deref().map(Jq::compile).transpose()?;
+    let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
+    let project = Project::resolve(&client, args.project).await?;
+    let revision = fetch(&client, &project, args.revision).await?;
+    let mut stdout = std::io::stdout().lock();
+    print_document(
+        &revision.to_string(),
+        jq.as_ref(),
+        Style::stdout(),
+        &mut stdout,
+    )?;
+    stdout.flush()?;
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct Create {
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
+    /// The revision: a JSON object with `description`, `backends` and
+    /// `routes` (`-`: stdin).
+    #[arg(long, value_name = "FILE")]
+    file: PathBuf,
+    #[command(flatten)]
+    shape: ObjectShape,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+#[derive(Args)]
+pub struct Activate {
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
+    /// The revision's number.
+    #[arg(value_name = "REVISION", value_parser = clap::value_parser!(u32).range(1..))]
+    revision: u32,
+    #[command(flatten)]
+    precondition: Precondition,
+    #[command(flatten)]
+    shape: ObjectShape,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+pub async fn create(args: Create) -> anyhow::Result<()> {
+    let members = read_object(Some(&args.file))?;
+    let session = Session::open(&args.connection, &args.shape, ObjectKind::ProxySettings)?;
+    let id = session.project(&args.project).await?;
+    let path = v1(&["projects", &id, "proxy-settings"]);
+    session
+        .exchange(create_request(&path, members), "created")
+        .await
+}
+
+/// Makes the revision the active one (`{"is_active": true}`); rolling
+/// back is activating an older one.
+pub async fn activate(args: Activate) -> anyhow::Result<()> {
+    let session = Session::open(&args.connection, &args.shape, ObjectKind::ProxySettings)?;
+    let id = session.project(&args.project).await?;
+    let revision = args.revision.to_string();
+    let path = v1(&["projects", &id, "proxy-settings", &revision]);
+    let request = Request::new(Method::POST, &path)
+        .body(json!({"is_active": true}))
+        .header("If-Match", args.precondition.if_match);
+    session.exchange(request, "activated").await
+}

@@ -1,0 +1,64 @@
+//! `proxydeck follow`'s command line: what it follows, where it keeps the
+//! files, what it runs after a change, and the name it reports under.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args};
+
+use crate::client::connection::Connection;
+
+/// `proxydeck follow --help`'s text after the flags.
+pub const AFTER_HELP: &str = "\
+Examples:
+  proxydeck follow --project acme-shop --dir /var/lib/proxydeck-edge \\
+      --exec '/usr/share/proxydeck/edge/haproxy-apply acme-shop'
+  proxydeck follow --organization 0190b7a4-0000-7000-8000-000000000001 --dir ./config --once
+
+For each project: PROJECT/project.json and PROJECT/proxy-settings.json (its active revision),
+each written whole. .cursor saves where the files stand: a restart resumes there.
+
+--exec runs (sh -c, in --dir) after a change that changed what the files hold, after follow
+starts, and after a run that failed; not after one that left them as they were (an inactive
+revision created). Its environment is follow's without any PROXYDECK_* variable (the token
+stays with follow), with PROXYDECK_FOLLOW_DIR set to the folder.
+
+Exit status: 0 (--once) the files are written and --exec succeeded; 1 an error (the token
+refused, the project gone, the folder unusable); 2 a bad command line; 3 (--once) --exec
+failed: the files are written, the cursor is not saved, the edge is reported failed.";
+
+#[derive(Args)]
+#[command(group(ArgGroup::new("followed").required(true).args(["project", "organization"])))]
+pub struct FollowArgs {
+    /// Follow this project: its id, ORG/SLUG (such as
+    /// acme-corp/acme-shop), or its slug alone when no other project of
+    /// yours has it. Its files go in a folder named by its id.
+    #[arg(long, value_name = "PROJECT")]
+    pub project: Option<String>,
+    /// Follow every project of this organization of yours: its slug or
+    /// its id.
+    #[arg(long, value_name = "ORGANIZATION")]
+    pub organization: Option<String>,
+    /// The folder the files are kept in (made when missing). Nothing is
+    /// written outside it, and no link in it is followed out of it.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Run this (with `sh -c`, in the folder) when the files changed (see
+    /// below), with PROXYDECK_FOLLOW_DIR set to the folder and no other
+    /// PROXYDECK_* variable.
+    #[arg(long, value_name = "COMMAND")]
+    pub exec: Option<String>,
+    /// The name this edge reports under (reportEdge) after each change it
+    /// applied, or failed to [default: the host's name].
+    #[arg(long, value_name = "EDGE")]
+    pub name: Option<String>,
+    /// Report nothing.
+    #[arg(long, conflicts_with = "name")]
+    pub no_report: bool,
+    /// Write every file and run --exec once, whatever the saved cursor,
+    /// print where they stand (`{"cursor": ..., "projects": [...]}`), then
+    /// stop (exit status 3 when --exec failed).
+    #[arg(long)]
+    pub once: bool,
+    #[command(flatten)]
+    pub connection: Connection,
+}
