@@ -12,10 +12,10 @@ NO_TOKEN_ID = "00000000-0000-7000-8000-00000000dead"
 
 # Rules of the contract that no JSON schema can state, by the parameter a
 # 400 names. A schema-valid request broken only by these is rightly refused:
-#   start_key  - a key that never named an item of the list (decisions.md
+#   start_key  - a key that never named an item of the list (docs/decisions.md
 #                section 2); a random one never does. Real keys are still
 #                tested: the stateful phase feeds `last_key` back.
-#   id         - updateProject's `id` must be the path's (management.md,
+#   id         - updateProject's `id` must be the path's (docs/management.md,
 #                "Bodies"); a random one never is.
 #   trusted_ips, blocked_ips - an IP address or a CIDR block, v4 or v6: no
 #                format or pattern says "either, with a prefix length that

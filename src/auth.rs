@@ -1,6 +1,6 @@
 //! Authentication: from an `Authorization` header to the caller, with a
 //! short-lived cache of authenticated tokens and `last_used_at` kept in
-//! memory and written in batches (`decisions.md` section 4).
+//! memory and written in batches (`docs/decisions.md` section 4).
 //!
 //! Cache delay: a token revoked, or a membership changed, by another process
 //! (the `admin` command, another instance) is seen within

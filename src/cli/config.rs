@@ -237,7 +237,7 @@ pub(super) const CLIENT_COMMANDS: [&str; 7] = [
 
 /// `command` with the server's global flags (`--database`, `--log-format`,
 /// `--config`...) hidden from the client commands' help: they are still
-/// taken (`cli.md`: every command takes `--database`), but say nothing to
+/// taken (`docs/cli.md`: every command takes `--database`), but say nothing to
 /// a client. Each client command gets a hidden copy of each, which clap
 /// passes down to its subcommands instead of the shown original. Made
 /// last, after the file's values became the flags' defaults, so that the

@@ -1,4 +1,4 @@
-//! The `proxydeck` command (`cli.md`): its argument tree ([`args`]) and
+//! The `proxydeck` command (`docs/cli.md`): its argument tree ([`args`]) and
 //! what runs each command. Here stand serving ([`serve`], [`demo`]), the
 //! configuration ([`config`]), the completions and manual pages
 //! ([`completions`]) and the operator's commands, which open the store

@@ -2,7 +2,7 @@
 //! allows or refuses it, from the caller's facts toward the target
 //! ([`Facts`]).
 //!
-//! The rules (`management.md`, `docs/security.md` "Who sees what" and "Who
+//! The rules (`docs/management.md`, `docs/security.md` "Who sees what" and "Who
 //! may write what"):
 //! - a token revoked, expired or unknown is refused (401) whatever the
 //!   target, before anything about the target is told;

@@ -1,4 +1,4 @@
-//! Identifier rules of `decisions.md` section 1.
+//! Identifier rules of `docs/decisions.md` section 1.
 
 use uuid::Uuid;
 

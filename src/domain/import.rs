@@ -1,4 +1,4 @@
-//! The NDJSON import format of `cli.md`: one object per line, its kind in
+//! The NDJSON import format of `docs/cli.md`: one object per line, its kind in
 //! `object`. This module turns lines into checked records; the store applies
 //! them in one transaction.
 

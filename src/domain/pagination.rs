@@ -1,4 +1,4 @@
-//! Keyset pagination (`decisions.md` section 2): a page is "the next `limit`
+//! Keyset pagination (`docs/decisions.md` section 2): a page is "the next `limit`
 //! items strictly after the item named by `start_key`, in the chosen order".
 //! Stores fetch one item more than asked to learn `has_more` without a count.
 

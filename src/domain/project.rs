@@ -1,5 +1,5 @@
-//! The project resource: every field of `interface.md`, in its order, with
-//! the defaults and value rules of `decisions.md` section 1.
+//! The project resource: every field of `docs/interface.md`, in its order, with
+//! the defaults and value rules of `docs/decisions.md` section 1.
 //!
 //! Deserialising is lenient about absent fields (they take their defaults)
 //! and strict about everything else: unknown fields, `null`, wrong types

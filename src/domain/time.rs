@@ -1,6 +1,6 @@
 //! Timestamps: stored as milliseconds since the Unix epoch, shown as RFC 3339
 //! in UTC with `Z` and exactly three fractional digits
-//! (`2026-05-01T12:00:00.000Z`), as `decisions.md` section 1 requires.
+//! (`2026-05-01T12:00:00.000Z`), as `docs/decisions.md` section 1 requires.
 
 use std::fmt;
 

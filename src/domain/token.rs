@@ -1,5 +1,5 @@
 //! The API token secret: how it is made, checked, digested and redacted
-//! (`decisions.md` section 4).
+//! (`docs/decisions.md` section 4).
 //!
 //! Format: `pxd_` + 32 random base62 characters (190 bits from the
 //! operating system's CSPRNG via `rand`'s thread generator) + 6 base62

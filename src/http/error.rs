@@ -1,4 +1,4 @@
-//! Every error answer, in the one body shape of `decisions.md` section 3:
+//! Every error answer, in the one body shape of `docs/decisions.md` section 3:
 //! `{"error": {"type", "message", "params"?, "code"?}}`.
 
 use axum::http::{HeaderValue, StatusCode, header};
@@ -259,7 +259,7 @@ struct ParamError<'a> {
 }
 
 impl ApiError {
-    /// The JSON error body (`decisions.md` section 3).
+    /// The JSON error body (`docs/decisions.md` section 3).
     pub fn body(&self) -> Vec<u8> {
         let message = self.message();
         let params = match self {

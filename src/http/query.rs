@@ -1,4 +1,4 @@
-//! Strict query strings (`decisions.md` section 2): an unknown parameter, a
+//! Strict query strings (`docs/decisions.md` section 2): an unknown parameter, a
 //! repeated one, an empty value, a `limit` that is not an integer from 1 to
 //! 100 or an `order_direction` other than `ASC`/`DESC` is a 400 naming the
 //! parameter.

@@ -44,7 +44,7 @@ pub fn list_response(url: &str, page: JsonPage) -> Response {
 }
 
 /// A read-only object's answer (the caller, an organization): 200, its
-/// JSON, and a strong entity tag of that JSON (management.md,
+/// JSON, and a strong entity tag of that JSON (docs/management.md,
 /// "Concurrency"), which changes with every change of the object. Objects
 /// the API writes carry their stored version instead (`respond::object_response`),
 /// which `If-Match` compares.

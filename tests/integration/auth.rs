@@ -1,4 +1,4 @@
-//! Authentication (`decisions.md` section 4) over HTTP.
+//! Authentication (`docs/decisions.md` section 4) over HTTP.
 
 use proxydeck::domain::time::Timestamp;
 use reqwest::StatusCode;

@@ -1,4 +1,4 @@
-//! Every error of `decisions.md` section 3: status, body shape, headers.
+//! Every error of `docs/decisions.md` section 3: status, body shape, headers.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -141,7 +141,7 @@ async fn a_malformed_project_id_is_a_400_naming_id_on_every_operation() {
 async fn other_methods_are_405_with_allow() {
     require!(BACKEND);
     let (app, token) = fixture().await;
-    // POST creates on every listing's path (management.md).
+    // POST creates on every listing's path (docs/management.md).
     let methods = ["PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "PURGE", "FOO"];
     let listings = LISTINGS.map(|path| (path, &methods[..], &["GET", "HEAD", "POST"][..]));
     let single = [

@@ -310,7 +310,7 @@ fn any_authorization_header_but_the_real_token_is_a_401() {
     );
 }
 
-/// Whether `header` carries `token` as `decisions.md` section 4 reads it:
+/// Whether `header` carries `token` as `docs/decisions.md` section 4 reads it:
 /// `Bearer` in any case, spaces, the token. The ends of a header value
 /// (spaces and tabs) are not part of it in HTTP.
 fn carries(header: &[u8], token: &str) -> bool {

@@ -3,7 +3,7 @@
 //! data set through the real store (import, token creation, revocation,
 //! project deletion), walks every listing over HTTP with `start_key` set to
 //! the previous `last_key`, and checks every page against the list worked
-//! out here from the data set by the rules of `decisions.md` section 2:
+//! out here from the data set by the rules of `docs/decisions.md` section 2:
 //! projects and tokens by `created_at` then `id`, proxy settings by
 //! `revision`; newest first by default.
 //!

@@ -1,6 +1,6 @@
 //! The caller's own API tokens: `GET /v1/api_tokens` (listApiTokens),
-//! createApiToken, getApiToken, deleteApiToken (`interface.md`,
-//! `management.md`): any role manages its own tokens. The secret is made here, as `admin token
+//! createApiToken, getApiToken, deleteApiToken (`docs/interface.md`,
+//! `docs/management.md`): any role manages its own tokens. The secret is made here, as `admin token
 //! create` makes it (`NewToken::mint`), put in this one answer and nowhere
 //! else: the store, the audit and the log see its digest and hint only.
 

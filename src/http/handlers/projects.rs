@@ -1,5 +1,5 @@
 //! Projects: `GET /v1/projects` (listProjects), createProject, getProject,
-//! updateProject, deleteProject (`interface.md`, `management.md`): bodies
+//! updateProject, deleteProject (`docs/interface.md`, `docs/management.md`): bodies
 //! through `body.rs`, the write's context through `operation_headers.rs`, the store's
 //! project operations.
 

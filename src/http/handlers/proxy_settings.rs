@@ -1,6 +1,6 @@
 //! A project's proxy settings: `GET /v1/projects/{id}/proxy-settings`,
 //! createProjectProxySettings and updateProjectProxySettings
-//! (`interface.md`, `management.md`): a new revision is checked by the
+//! (`docs/interface.md`, `docs/management.md`): a new revision is checked by the
 //! schema of the served document, then by the domain's rules
 //! (`ProxySettings::validate`, the same as the import's, and the checks
 //! before activation, `activation_problems`, the API's own). With

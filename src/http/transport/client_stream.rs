@@ -15,7 +15,7 @@
 //!   sent already (a `Connection: close` set on the response would make
 //!   hyper close after it, losing requests pipelined behind it). Reads are
 //!   counted meanwhile: the server waits for its clients to go quiet.
-//! - **JSON bodies on hyper's own answers** (`decisions.md` section 3). A
+//! - **JSON bodies on hyper's own answers** (`docs/decisions.md` section 3). A
 //!   request hyper cannot parse (a malformed request line or header, a
 //!   head over the connection's limit) never reaches the router: hyper
 //!   answers 400 or 431 itself, with an empty body, and closes. It has no

@@ -1,5 +1,5 @@
 //! A caller's own API tokens: the page of them, and createApiToken,
-//! getApiToken, deleteApiToken (`management.md`). The secret never reaches the store (only its
+//! getApiToken, deleteApiToken (`docs/management.md`). The secret never reaches the store (only its
 //! digest and hint, as `admin token create` stores them), so neither the
 //! audit nor an idempotency answer can hold it.
 //!

@@ -1,6 +1,6 @@
 //! A project's proxy settings: the page of its revisions, and
 //! createProjectProxySettings and updateProjectProxySettings
-//! (`management.md`). Each write takes the project's organization lock
+//! (`docs/management.md`). Each write takes the project's organization lock
 //! (`projects::writable_project`, then `write_steps::lock_organization`), so
 //! that revision numbers and the one active revision are decided one
 //! write at a time, and records every revision it changes in the audit

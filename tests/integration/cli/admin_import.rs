@@ -241,7 +241,7 @@ async fn reimporting_the_same_file_changes_nothing() {
     assert_eq!(dump(&sandbox.db_path()), before, "the second import wrote");
 }
 
-/// `cli.md`: "importing the same file twice leaves the store as after the
+/// `docs/cli.md`: "importing the same file twice leaves the store as after the
 /// first time" — also when the file upserts one project twice.
 #[tokio::test]
 async fn reimporting_a_file_that_upserts_a_project_twice_changes_nothing() {

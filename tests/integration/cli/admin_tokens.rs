@@ -84,7 +84,7 @@ async fn token_create_prints_the_secret_once_and_it_authenticates() {
     }
 }
 
-/// decisions.md section 4: a token is stored only as its SHA-256 digest.
+/// docs/decisions.md section 4: a token is stored only as its SHA-256 digest.
 /// Every byte the store keeps (the database file, its WAL and shared
 /// memory) is searched for the secrets' random parts; the digests are
 /// searched too, so the scan is shown to reach the tokens' rows.

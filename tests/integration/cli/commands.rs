@@ -116,7 +116,7 @@ fn a_closed_stdout_ends_commands_quietly() {
     }
 }
 
-/// `cli.md`: "non-zero with a one-line error on stderr otherwise". A value
+/// `docs/cli.md`: "non-zero with a one-line error on stderr otherwise". A value
 /// the argument parser refuses is an error like any other.
 #[test]
 fn argument_errors_are_one_line() {

@@ -1,4 +1,4 @@
-//! The `proxydeck` command line of `cli.md` that `src/cli/` runs: serving
+//! The `proxydeck` command line of `docs/cli.md` that `src/cli/` runs: serving
 //! (`serve`, `demo`, `migrate`), the configuration (`config`), the
 //! completions and manual pages, and the operator's commands (`admin`,
 //! with its imports and exports in `transfer`); the real binary, run as a

@@ -148,7 +148,7 @@ async fn client_shows_api_errors_as_one_line() {
 
 /// A walk that fails half-way (the server goes away between two pages)
 /// exits non-zero with one line, and with `--json` leaves no broken JSON
-/// on stdout (`cli.md`: `--json` prints exactly one JSON document; a
+/// on stdout (`docs/cli.md`: `--json` prints exactly one JSON document; a
 /// failed command prints no result).
 #[test]
 fn client_failing_mid_walk_leaves_no_broken_json() {

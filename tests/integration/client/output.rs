@@ -157,7 +157,7 @@ async fn client_output_formats_show_what_the_api_answers() {
     );
 }
 
-/// `cli.md`: "Commands that print a result accept `--json` and then print
+/// `docs/cli.md`: "Commands that print a result accept `--json` and then print
 /// exactly one JSON document on stdout". An explicit `--output` that says
 /// otherwise must not break that: either JSON wins or the pair is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -167,7 +167,7 @@ fn listing_commands_have_help_with_an_example() {
 }
 
 /// The client commands' help shows the client's flags, not the server's
-/// (which they still take: `cli.md` has every command take --database);
+/// (which they still take: `docs/cli.md` has every command take --database);
 /// the server's commands still show theirs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_help_shows_client_flags_only() {

@@ -15,7 +15,7 @@ pub async fn json_of(response: reqwest::Response) -> (StatusCode, Value) {
     (status, value)
 }
 
-/// Checks the error body shape of decisions.md section 3 and answers its
+/// Checks the error body shape of docs/decisions.md section 3 and answers its
 /// `type`.
 pub fn assert_error_shape(body: &Value) -> String {
     let error = body["error"]

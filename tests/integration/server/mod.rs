@@ -230,7 +230,7 @@ async fn tokens_of_u1(path: &Path) -> Vec<ApiToken> {
 }
 
 /// `raw` is one answer with `status`, `Connection: close`, and the JSON
-/// error body (`decisions.md` section 3) whose length it announces.
+/// error body (`docs/decisions.md` section 3) whose length it announces.
 #[track_caller]
 fn assert_json_error_answer(raw: &[u8], status: u16) {
     let text = String::from_utf8_lossy(raw);

@@ -104,7 +104,7 @@ async fn secrets_never_reach_logs_or_bodies_in(log_format: &str) {
     }
 }
 
-/// decisions.md section 3: no error body holds any part of a secret token.
+/// docs/decisions.md section 3: no error body holds any part of a secret token.
 /// A token pasted as the query string becomes an unknown parameter name.
 #[tokio::test]
 async fn a_secret_pasted_as_the_query_string_is_not_echoed() {

@@ -1,4 +1,4 @@
-//! `proxydeck admin export` and `admin import` (`cli.md`): the real binary
+//! `proxydeck admin export` and `admin import` (`docs/cli.md`): the real binary
 //! on SQLite files in temporary folders. Round trips on data that sets
 //! every optional field, the order of an export, where its output goes,
 //! progress bars (absent off a terminal, drawn on a pseudo-terminal), and
@@ -288,7 +288,7 @@ fn created_key(item: &Value) -> (Timestamp, String) {
     (created, item["id"].as_str().expect("an id").to_owned())
 }
 
-/// cli.md's order: organizations, users, projects, proxy settings; each in
+/// docs/cli.md's order: organizations, users, projects, proxy settings; each in
 /// creation order (created_at, then id), proxy settings by their project's
 /// creation order, then revision.
 #[track_caller]
