@@ -10,7 +10,7 @@ use crate::domain::access::Refusal;
 use crate::domain::token;
 use crate::http::observe::current_request_id;
 use crate::http::respond::json_body;
-use crate::store::StoreError;
+use crate::store::{Conflict, StoreError};
 
 #[derive(Debug)]
 pub enum ApiError {
@@ -365,8 +365,8 @@ impl From<StoreError> for ApiError {
                 tracing::error!(%cause, request_id = current_request_id(), "store fault");
                 Self::Internal
             }
-            StoreError::Conflict(message) => Self::Conflict {
-                message,
+            StoreError::Conflict(conflict) => Self::Conflict {
+                message: conflict_message(conflict),
                 code: None,
             },
             StoreError::Invalid(problem) => Self::InvalidBody(vec![problem]),
@@ -390,6 +390,50 @@ impl From<StoreError> for ApiError {
                 );
                 Self::Internal
             }
+        }
+    }
+}
+
+/// The words of a 409 for what a write conflicted with in the store.
+fn conflict_message(conflict: Conflict) -> String {
+    match conflict {
+        Conflict::SlugTaken { slug } => {
+            format!("the organization already has a project with the slug {slug}")
+        }
+        Conflict::EdgeReportsFull { most } => format!(
+            "the project keeps at most {most} edge reports and too few are stale to make room: \
+             remove one first"
+        ),
+        Conflict::NoRevisionNumberLeft => "the project has no revision number left".into(),
+        Conflict::DeactivatedWhileChecked { revision } => format!(
+            "revision {revision} was deactivated while this request was being checked; send it again"
+        ),
+        Conflict::Exists { kind, id } => format!("{kind} {id} already exists"),
+        // The database's own description names its tables and columns:
+        // logged, never answered.
+        Conflict::Unique(cause) => {
+            tracing::warn!(%cause, request_id = current_request_id(), "unnamed uniqueness conflict");
+            "the write conflicts with an object that exists".into()
+        }
+        Conflict::OrganizationExists { .. } => "the organization exists already".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A uniqueness conflict no operation named is answered in general
+    /// words: the driver's description names the database's tables and
+    /// columns, which no answer shows.
+    #[test]
+    fn an_unnamed_conflict_shows_nothing_of_the_database() {
+        let cause = "UNIQUE constraint failed: projects.organization_id, projects.slug";
+        let answer = ApiError::from(StoreError::Conflict(Conflict::Unique(cause.into())));
+        assert_eq!(answer.status(), StatusCode::CONFLICT);
+        let message = conflict_message(Conflict::Unique(cause.into()));
+        for leak in ["UNIQUE", "projects", "slug", "constraint"] {
+            assert!(!message.contains(leak), "{message}");
         }
     }
 }

@@ -1,6 +1,7 @@
 //! How the store fails: one error type for every operation and driver.
 //! Drivers map their own errors to it (lost connections to `Unavailable`,
-//! uniqueness violations to `Conflict`); the HTTP layer maps it to answers.
+//! uniqueness violations to `Conflict::Unique`); the HTTP layer maps it to
+//! answers, with their status and words.
 
 use crate::domain::FieldError;
 use crate::domain::access::Refusal;
@@ -24,9 +25,9 @@ pub enum StoreError {
     UnknownStartKey,
     #[error("no {kind} with id {id}")]
     NotFound { kind: &'static str, id: String },
-    /// The write would break a uniqueness rule.
+    /// The write conflicts with what the store holds.
     #[error("{0}")]
-    Conflict(String),
+    Conflict(Conflict),
     /// The write names something that does not exist or breaks a rule.
     #[error("{0}")]
     Invalid(FieldError),
@@ -56,12 +57,44 @@ pub enum StoreError {
     Retry,
 }
 
+/// What a write conflicted with in the store. The HTTP layer words the
+/// answer (`http/error.rs`); this `Display` is for the logs and the
+/// operator's commands.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Conflict {
+    /// A uniqueness rule of the database that the operation did not name:
+    /// the driver's description of it (constraint, table, column).
+    #[error("a uniqueness rule of the database: {0}")]
+    Unique(String),
+    /// An object of this kind and id exists already.
+    #[error("{kind} {id} already exists")]
+    Exists { kind: &'static str, id: String },
+    /// An organization with this id, or another with this slug, exists.
+    #[error("organization {id} or slug {slug} already exists")]
+    OrganizationExists { id: String, slug: String },
+    /// Another project of the organization has the slug.
+    #[error("slug {slug} taken in the organization")]
+    SlugTaken { slug: String },
+    /// The project holds its most edge reports, and too few are stale to
+    /// make room for a new edge's.
+    #[error("the project holds {most} edge reports, too few stale")]
+    EdgeReportsFull { most: u32 },
+    /// The project's revision numbers are all used.
+    #[error("no revision number left")]
+    NoRevisionNumberLeft,
+    /// The revision was deactivated after the request read it for its
+    /// checks, which were therefore not run.
+    #[error("revision {revision} deactivated while being checked")]
+    DeactivatedWhileChecked { revision: u32 },
+}
+
 impl StoreError {
-    /// A uniqueness violation (which drivers report as `Conflict`) with its
-    /// proper message; anything else keeps its meaning.
-    pub(crate) fn conflict_named(self, message: impl FnOnce() -> String) -> Self {
+    /// A uniqueness violation (which drivers report as
+    /// [`Conflict::Unique`]) as the conflict the operation knows it to be;
+    /// anything else keeps its meaning.
+    pub(crate) fn conflict_named(self, conflict: impl FnOnce() -> Conflict) -> Self {
         match self {
-            Self::Conflict(_) => Self::Conflict(message()),
+            Self::Conflict(Conflict::Unique(_)) => Self::Conflict(conflict()),
             other => other,
         }
     }

@@ -40,7 +40,7 @@ use sqlite::dialect::SQLITE;
 
 pub use driver::caller::for_caller;
 pub use engine::operation::Operation;
-pub use error::StoreError;
+pub use error::{Conflict, StoreError};
 pub use listing::{
     ApiTokensQuery, Listing, ListingKey, OrganizationsQuery, ProjectsQuery, ProxySettingsQuery,
 };

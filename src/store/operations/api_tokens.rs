@@ -13,7 +13,7 @@ use crate::domain::access::{self, Action, Facts, Standing};
 use crate::domain::api_token::{ApiToken, ApiTokenTag};
 use crate::domain::time::Timestamp;
 use crate::store::engine::operation::operation;
-use crate::store::error::StoreError;
+use crate::store::error::{Conflict, StoreError};
 use crate::store::listing::ApiTokensQuery;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, Param, Row, exists, query_opt, to_json, transaction};
@@ -374,7 +374,12 @@ pub(crate) async fn insert_token(
         ],
     )
     .await
-    .map_err(|e| e.conflict_named(|| format!("api token {} already exists", token.id)))?;
+    .map_err(|e| {
+        e.conflict_named(|| Conflict::Exists {
+            kind: "api token",
+            id: token.id.clone(),
+        })
+    })?;
     Ok(ApiToken {
         object: ApiTokenTag::Tag,
         id: token.id.clone(),

@@ -15,7 +15,7 @@ use crate::domain::edge::{Edge, EdgeReport, EdgeStatus, EdgeTag, STALE_AFTER_SEC
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::store::engine::operation::operation;
-use crate::store::error::StoreError;
+use crate::store::error::{Conflict, StoreError};
 use crate::store::sql::db::{Db, Param, Row, exists, query_all, query_opt, transaction};
 
 /// An edge's report on a project.
@@ -117,11 +117,9 @@ async fn make_room(
         )
         .await?;
     if (gone as i64) < over {
-        return Err(StoreError::Conflict(format!(
-            "the project keeps at most {} edge reports and too few are stale to make room: \
-             remove one first",
-            query.most
-        )));
+        return Err(StoreError::Conflict(Conflict::EdgeReportsFull {
+            most: query.most,
+        }));
     }
     Ok(())
 }

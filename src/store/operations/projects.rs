@@ -14,7 +14,7 @@ use crate::domain::pagination::PageRequest;
 use crate::domain::project::{Project, ProjectChange};
 use crate::domain::time::Timestamp;
 use crate::store::engine::operation::operation;
-use crate::store::error::StoreError;
+use crate::store::error::{Conflict, StoreError};
 use crate::store::listing::ProjectsQuery;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, Param, exists, query_opt, to_json, transaction};
@@ -418,10 +418,9 @@ async fn refuse_taken_slug(db: &mut dyn Db, project: &Project) -> Result<(), Sto
     )
     .await?
     {
-        Err(StoreError::Conflict(format!(
-            "the organization already has a project with the slug {}",
-            project.slug
-        )))
+        Err(StoreError::Conflict(Conflict::SlugTaken {
+            slug: project.slug.clone(),
+        }))
     } else {
         Ok(())
     }

@@ -17,7 +17,7 @@ use crate::domain::change::ChangeKind;
 use crate::domain::proxy_settings::{DryRun, ProxySettings};
 use crate::domain::time::Timestamp;
 use crate::store::engine::operation::operation;
-use crate::store::error::StoreError;
+use crate::store::error::{Conflict, StoreError};
 use crate::store::listing::ProxySettingsQuery;
 use crate::store::page::JsonPage;
 use crate::store::sql::db::{Db, Param, Row, exists, query_opt, to_json, transaction};
@@ -332,7 +332,7 @@ async fn numbered(
     .await?
     .flatten();
     let revision = u32::try_from(highest.unwrap_or(0) + 1)
-        .map_err(|_| StoreError::Conflict("the project has no revision number left".into()))?;
+        .map_err(|_| StoreError::Conflict(Conflict::NoRevisionNumberLeft))?;
     let settings = ProxySettings {
         project_id: None,
         revision,
@@ -462,9 +462,9 @@ async fn plan_update(
     if activates && !change.checked_for_activation {
         // It was active when it was read for its checks, and another
         // write deactivated it since: its checks were not run.
-        return Err(StoreError::Conflict(format!(
-            "revision {revision} was deactivated while this request was being checked; send it again"
-        )));
+        return Err(StoreError::Conflict(Conflict::DeactivatedWhileChecked {
+            revision: *revision,
+        }));
     }
     let active = active_revision(db, project_id).await?;
     let deactivated = match &active {

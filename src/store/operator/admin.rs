@@ -11,7 +11,7 @@ use crate::domain::directory::{MAX_SLUG_CHARS, Organization, Role, User, slug_of
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::store::engine::operation::operation;
-use crate::store::error::StoreError;
+use crate::store::error::{Conflict, StoreError};
 use crate::store::operations::api_tokens::insert_token;
 use crate::store::operations::changes;
 use crate::store::sql::db::{Db, Param, exists, query_all, query_opt, transaction};
@@ -37,11 +37,9 @@ async fn create_organization(
         insert_organization(db, &organization, &slug, created_at.as_millis())
             .await
             .map_err(|e| {
-                e.conflict_named(|| {
-                    format!(
-                        "organization {} or slug {slug} already exists",
-                        organization.id
-                    )
+                e.conflict_named(|| Conflict::OrganizationExists {
+                    id: organization.id.clone(),
+                    slug: slug.clone(),
                 })
             })?;
         organization.slug = Some(slug);
@@ -129,7 +127,12 @@ async fn create_user(db: &mut dyn Db, CreateUser(user): &CreateUser) -> Result<U
             ],
         )
         .await
-        .map_err(|e| e.conflict_named(|| format!("user {} already exists", user.id)))?;
+        .map_err(|e| {
+            e.conflict_named(|| Conflict::Exists {
+                kind: "user",
+                id: user.id.clone(),
+            })
+        })?;
         replace_memberships(db, &user.id, created_at, &user.roles).await
     })?;
     Ok(user)

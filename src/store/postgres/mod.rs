@@ -46,7 +46,7 @@ use crate::store::driver::caller;
 use crate::store::driver::outage::Outage;
 use crate::store::driver::{Access, Driver, Freshness, Work, on_blocking_thread};
 use crate::store::engine::deadline;
-use crate::store::error::StoreError;
+use crate::store::error::{Conflict, StoreError};
 use crate::store::options::{Pooler, StoreOptions};
 use crate::store::sql::db::{Db, EachRow, Param, Row};
 
@@ -808,7 +808,7 @@ impl From<tokio_postgres::Error> for StoreError {
         }
         let code = server.code();
         if *code == SqlState::UNIQUE_VIOLATION {
-            Self::Conflict(text)
+            Self::Conflict(Conflict::Unique(text))
         } else if code.code().starts_with("08")
             || code.code().starts_with("57P")
             || code.code().starts_with("53")

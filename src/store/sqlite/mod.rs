@@ -19,7 +19,7 @@ use crate::clock::Clock;
 use crate::metrics::PoolUse;
 use crate::store::driver::CommitMark;
 use crate::store::driver::{Access, Driver, Work, on_blocking_thread};
-use crate::store::error::StoreError;
+use crate::store::error::{Conflict, StoreError};
 use crate::store::options::StoreOptions;
 use crate::store::sql::db::{Db, EachRow, EachRunRow, Param, Row};
 
@@ -450,7 +450,7 @@ impl From<rusqlite::Error> for StoreError {
                                 | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
                         ) =>
                     {
-                        Self::Conflict(text)
+                        Self::Conflict(Conflict::Unique(text))
                     }
                     ErrorCode::DatabaseBusy
                     | ErrorCode::DatabaseLocked
