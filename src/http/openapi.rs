@@ -1,4 +1,5 @@
-//! `GET /openapi.json`: the OpenAPI 3.1 document of the three listings.
+//! `GET /openapi.json`: the OpenAPI 3.1 document of every operation
+//! proxydeck serves (docs/interface.md).
 //!
 //! The document is written by hand in `openapi.json` beside this file and
 //! compiled into the binary. Tests keep it true: real responses validate
