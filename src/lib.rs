@@ -22,6 +22,7 @@ pub mod cli;
 mod client;
 pub mod clock;
 pub mod console;
+pub mod dns;
 pub mod domain;
 pub mod feed;
 mod follow;

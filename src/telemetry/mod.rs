@@ -15,7 +15,8 @@
 //!
 //! Whatever the level, the database drivers' own lines below `info` are
 //! never logged ([`never_below_info`]): they tell each statement with its
-//! parameters, which are request values.
+//! parameters, which are request values. Nor are the DNS resolver's
+//! (hickory's), which quote whole answers, challenge records included.
 
 pub mod batches;
 
@@ -146,14 +147,23 @@ impl Logging {
 /// logs nothing without its `trace` feature, hyper no header without its
 /// unstable `tracing`, axum its rejections (which quote the input) only
 /// with its `tracing` feature, all off here; they are listed all the
-/// same, so that turning such a feature on cannot log request values. A
-/// target is a prefix: `hyper` covers `hyper_util` too.
+/// same, so that turning such a feature on cannot log request values.
+/// `hickory` (the custom domains' DNS lookups, `dns.rs`) logs each answer
+/// at `debug`, the TXT challenge records' values with it. A target is a
+/// prefix: `hyper` covers `hyper_util` too, `hickory` `hickory_proto`,
+/// `hickory_net` and `hickory_resolver`.
 fn never_below_info() -> Targets {
     Targets::new()
         .with_default(LevelFilter::TRACE)
         .with_targets(
-            ["tokio_postgres", "rusqlite", "hyper", "axum::rejection"]
-                .map(|target| (target, LevelFilter::INFO)),
+            [
+                "tokio_postgres",
+                "rusqlite",
+                "hyper",
+                "axum::rejection",
+                "hickory",
+            ]
+            .map(|target| (target, LevelFilter::INFO)),
         )
 }
 

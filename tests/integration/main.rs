@@ -71,6 +71,7 @@ mod postgres {
 mod cli;
 mod client;
 mod console;
+mod dns;
 mod follow;
 mod migrations;
 mod openapi;

@@ -49,6 +49,8 @@ mod writes;
 pub use writes::*;
 mod feed;
 pub use feed::*;
+mod dns_server;
+pub use dns_server::*;
 
 /// Token cache lifetime in tests: long, so that an entry goes only when a
 /// test moves the service's clock past it (`app.clock.advance(CACHE_TTL)`).
