@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use crate::auth::{AuthOptions, Authenticator};
 use crate::clock::Clock;
 use crate::console;
+use crate::domain_checks::{DomainChecks, DomainOptions};
 use crate::feed::{Feed, FeedOptions};
 use crate::http::transport::server::{self, ServerOptions};
 use crate::http::{self, AppState, Metering, MetricsRoute, RequestLimits, Routes, Services};
@@ -39,6 +40,8 @@ pub struct ServiceOptions {
     pub feed: FeedOptions,
     /// What one caller may hold at once (`quotas.rs`).
     pub quotas: QuotaOptions,
+    /// Custom domains: their DNS checks and limits (`domain_checks.rs`).
+    pub domains: DomainOptions,
     /// Where lifetimes and limits read the time (tests move their own).
     pub clock: Clock,
 }
@@ -55,6 +58,7 @@ impl Default for ServiceOptions {
             rate_limit: RateLimitOptions::default(),
             feed: FeedOptions::default(),
             quotas: QuotaOptions::default(),
+            domains: DomainOptions::default(),
             clock: Clock::system(),
         }
     }
@@ -64,6 +68,7 @@ pub struct Service {
     listener: TcpListener,
     auth: Arc<Authenticator>,
     feed: Arc<Feed>,
+    domain_checks: Arc<DomainChecks>,
     rate_limiter: Option<Arc<RateLimiter>>,
     failures: Option<Arc<FailureLimiter>>,
     router: axum::Router,
@@ -139,7 +144,9 @@ impl Service {
             .failures
             .as_ref()
             .map(|policy| Arc::new(FailureLimiter::new(policy, clock)));
+        let domain_checks = Arc::new(DomainChecks::new(store.clone(), options.domains)?);
         let state = AppState::new(Services {
+            domain_checks: domain_checks.clone(),
             store,
             auth: auth.clone(),
             feed: feed.clone(),
@@ -175,6 +182,7 @@ impl Service {
             listener,
             auth,
             feed,
+            domain_checks,
             rate_limiter,
             failures,
             router,
@@ -217,6 +225,7 @@ impl Service {
             .as_ref()
             .map(|limiter| tokio::spawn(limiter.clone().run_sweeper()));
         let tail = tokio::spawn(self.feed.clone().run_tail());
+        let domain_checks = tokio::spawn(self.domain_checks.clone().run());
         tracing::info!(address = %self.local_addr(), "serving");
         // Listening, on an open store: ready.
         tell_service_manager(sd_notify::NotifyState::Ready);
@@ -243,6 +252,7 @@ impl Service {
                 tokio::join!(api, admin);
             }
         }
+        domain_checks.abort();
         for sweeper in [sweeper, failures_sweeper].into_iter().flatten() {
             sweeper.abort();
         }

@@ -1,6 +1,7 @@
 //! The DNS lookups that prove who holds a custom domain (issue 46): the
-//! TXT records at `_proxydeck-challenge.<base name>`, asked of one
-//! resolver (the system's, or the one `--dns-resolver` names).
+//! TXT records at `_proxydeck-challenge.<base name>`
+//! (`domain::domains::challenge_name`), asked of one resolver (the
+//! system's, or the one `--dns-resolver` names).
 //!
 //! A check must see the record as it is now, the one the customer has
 //! just created or changed, so nothing is cached here. It must not hold
@@ -24,10 +25,6 @@ use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::net::{DnsError, NetError};
 use hickory_resolver::proto::rr::{Name, RData};
 
-/// The label before the base name where the challenge record lives.
-const CHALLENGE_LABEL: &str = "_proxydeck-challenge.";
-/// What a challenge record's text starts with, before the token.
-const CHALLENGE_PREFIX: &str = "proxydeck-verification=";
 /// A lookup's whole time, all attempts together, unless
 /// [`Resolver::with_timeout`] says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -36,25 +33,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 /// fault explains; never after an answer. (Within an attempt, hickory
 /// sends a UDP query again when 333 ms pass without its answer.)
 pub const ATTEMPTS: u32 = 2;
-
-/// The name a base name's challenge record is looked up at
-/// (`*.example.com`'s base name is `example.com`).
-pub fn challenge_name(base: &str) -> String {
-    format!("{CHALLENGE_LABEL}{base}")
-}
-
-/// The text a challenge record holds for `token`.
-pub fn challenge_value(token: &str) -> String {
-    format!("{CHALLENGE_PREFIX}{token}")
-}
-
-/// Whether one of `records` is the challenge value for `token`: exactly,
-/// once the ASCII whitespace around it is trimmed (which some DNS
-/// providers' forms add).
-pub fn holds(records: &[String], token: &str) -> bool {
-    let expected = challenge_value(token);
-    records.iter().any(|record| record.trim_ascii() == expected)
-}
 
 /// What one TXT lookup learned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -178,37 +156,6 @@ fn found(records: &[hickory_resolver::proto::rr::Record]) -> Lookup {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_challenge_lives_under_its_label_of_the_base_name() {
-        assert_eq!(
-            challenge_name("example.com"),
-            "_proxydeck-challenge.example.com"
-        );
-        assert_eq!(challenge_value("t0k3n"), "proxydeck-verification=t0k3n");
-    }
-
-    #[test]
-    fn a_record_holds_the_token_only_exactly() {
-        let token = "abc123";
-        let held = |records: &[&str]| {
-            let records: Vec<String> = records.iter().map(|r| r.to_string()).collect();
-            holds(&records, token)
-        };
-        assert!(held(&["proxydeck-verification=abc123"]));
-        assert!(held(&["v=spf1 -all", "proxydeck-verification=abc123"]));
-        assert!(held(&[" \tproxydeck-verification=abc123\r\n"]));
-        assert!(!held(&[]));
-        assert!(!held(&["proxydeck-verification=abc1234"]));
-        assert!(!held(&["proxydeck-verification=abc12"]));
-        assert!(!held(&["proxydeck-verification=ABC123"]));
-        assert!(!held(&["Proxydeck-Verification=abc123"]));
-        assert!(!held(&["abc123"]));
-        assert!(!held(&["proxydeck-verification= abc123"]));
-        assert!(!held(&["x proxydeck-verification=abc123"]));
-        // Only ASCII whitespace is trimmed: a no-break space is text.
-        assert!(!held(&["proxydeck-verification=abc123\u{a0}"]));
-    }
 
     #[test]
     fn names_are_absolute_and_may_begin_with_an_underscore() {

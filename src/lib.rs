@@ -24,6 +24,7 @@ pub mod clock;
 pub mod console;
 pub mod dns;
 pub mod domain;
+pub mod domain_checks;
 pub mod feed;
 mod follow;
 pub mod http;

@@ -285,6 +285,29 @@ pub struct ServeArgs {
     /// oldest stale report, or is refused (409) when none is stale.
     #[arg(long, env = "PROXYDECK_EDGE_REPORTS_PER_PROJECT", default_value = "1000", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
     pub edge_reports_per_project: u32,
+    /// The DNS server custom domains' checks ask (HOST:PORT, an IP
+    /// address); the system's resolvers (/etc/resolv.conf) by default.
+    #[arg(long, env = "PROXYDECK_DNS_RESOLVER", value_name = "HOST:PORT")]
+    pub dns_resolver: Option<std::net::SocketAddr>,
+    /// Longest one DNS lookup of a domain's check may take, tries included.
+    #[arg(long, env = "PROXYDECK_DNS_TIMEOUT", default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub dns_timeout: Duration,
+    /// DNS lookups of domains' checks in flight at once, at most.
+    #[arg(long, env = "PROXYDECK_DNS_CHECKS_IN_FLIGHT", default_value = "16", value_parser = clap::value_parser!(u32).range(1..=1024), value_name = "N")]
+    pub dns_checks_in_flight: u32,
+    /// How long a verified domain keeps routing once its DNS record is
+    /// missing, before it is pending again.
+    #[arg(long, env = "PROXYDECK_DOMAIN_GRACE", default_value = "24h", value_parser = parse_duration, value_name = "DURATION")]
+    pub domain_grace: Duration,
+    /// How often a verified domain's DNS record is checked again.
+    #[arg(long, env = "PROXYDECK_DOMAIN_RECHECK", default_value = "1h", value_parser = parse_duration, value_name = "DURATION")]
+    pub domain_recheck: Duration,
+    /// Domains one project holds at most.
+    #[arg(long, env = "PROXYDECK_DOMAINS_PER_PROJECT", default_value = "100", value_parser = clap::value_parser!(u32).range(1..=100_000), value_name = "N")]
+    pub domains_per_project: u32,
+    /// Domains not verified yet one organization holds at most.
+    #[arg(long, env = "PROXYDECK_PENDING_DOMAINS_PER_ORGANIZATION", default_value = "1000", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
+    pub pending_domains_per_organization: u32,
     /// Longest a request may take before it is answered with 503.
     #[arg(long, env = "PROXYDECK_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
     pub request_timeout: Duration,

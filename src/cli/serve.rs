@@ -10,13 +10,16 @@ use super::args::{PoolerMode, ServeArgs, StoreArgs};
 use super::config;
 use crate::app::ServiceOptions;
 use crate::auth::AuthOptions;
+use crate::domain::domains::CheckSchedule;
 use crate::domain::url_password;
+use crate::domain_checks::DomainOptions;
 use crate::feed::FeedOptions;
 use crate::http::RequestLimits;
 use crate::http::transport::server::ServerOptions;
 use crate::quotas::QuotaOptions;
 use crate::rate_limit::redis::RedisUrl;
 use crate::rate_limit::{Policy, RateLimitOptions};
+use crate::store::operations::domains::DomainLimits;
 use crate::store::{DatabaseUrl, Pooler, Replicas};
 
 /// Shorter heartbeats would keep a stream's task busy for nothing.
@@ -165,6 +168,21 @@ impl ServeArgs {
                 tokens_per_user_per_hour: self.tokens_per_user_per_hour,
                 edge_reports_per_project: self.edge_reports_per_project,
             },
+            domains: DomainOptions {
+                resolver: self.dns_resolver,
+                lookup_timeout: self.dns_timeout,
+                in_flight: self.dns_checks_in_flight as usize,
+                schedule: CheckSchedule {
+                    grace_millis: millis(self.domain_grace),
+                    recheck_millis: millis(self.domain_recheck),
+                    ..CheckSchedule::default()
+                },
+                limits: DomainLimits {
+                    per_project: self.domains_per_project,
+                    pending_per_organization: self.pending_domains_per_organization,
+                },
+                ..defaults.domains
+            },
             feed: FeedOptions {
                 heartbeat: self.feed_heartbeat,
                 retention: self.feed_retention,
@@ -187,6 +205,10 @@ impl ServeArgs {
             ..defaults
         })
     }
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// `url` with the password of `file` (the setting `setting`) put in, when

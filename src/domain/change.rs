@@ -1,5 +1,6 @@
 //! The change feed's events (`docs/feed.md`): what a write did to a
-//! project or to one of its proxy-settings revisions, at which position
+//! project, to one of its proxy-settings revisions or to one of its
+//! custom domains, at which position
 //! of the feed. Events name their object; they do not carry it (a client
 //! reads the object, so that applying an event twice changes nothing).
 
@@ -31,10 +32,19 @@ pub enum ChangeKind {
     ProxySettingsActivated,
     #[serde(rename = "proxy_settings.deactivated")]
     ProxySettingsDeactivated,
+    /// A custom domain added to the project (pending: it does not route).
+    #[serde(rename = "domain.created")]
+    DomainCreated,
+    /// A domain's status changed: verified (it routes), unverified (it no
+    /// longer does), failing, its certificate.
+    #[serde(rename = "domain.updated")]
+    DomainUpdated,
+    #[serde(rename = "domain.deleted")]
+    DomainDeleted,
 }
 
 impl ChangeKind {
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 10] = [
         Self::ProjectCreated,
         Self::ProjectUpdated,
         Self::ProjectDeleted,
@@ -42,6 +52,9 @@ impl ChangeKind {
         Self::ProxySettingsUpdated,
         Self::ProxySettingsActivated,
         Self::ProxySettingsDeactivated,
+        Self::DomainCreated,
+        Self::DomainUpdated,
+        Self::DomainDeleted,
     ];
 
     /// The name on the wire and in the store.
@@ -54,6 +67,9 @@ impl ChangeKind {
             Self::ProxySettingsUpdated => "proxy_settings.updated",
             Self::ProxySettingsActivated => "proxy_settings.activated",
             Self::ProxySettingsDeactivated => "proxy_settings.deactivated",
+            Self::DomainCreated => "domain.created",
+            Self::DomainUpdated => "domain.updated",
+            Self::DomainDeleted => "domain.deleted",
         }
     }
 
@@ -119,6 +135,9 @@ pub struct Change {
     /// The revision, for a proxy-settings change; absent for a project's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<u32>,
+    /// The domain's name, for a domain's change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     /// The object's version after the change: its ETag's value.
     pub version: i64,
     /// The organization's number, for deciding who may see the change.

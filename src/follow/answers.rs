@@ -37,7 +37,10 @@ impl FeedChange {
             Some(
                 ChangeKind::ProjectCreated
                 | ChangeKind::ProjectUpdated
-                | ChangeKind::ProjectDeleted,
+                | ChangeKind::ProjectDeleted
+                | ChangeKind::DomainCreated
+                | ChangeKind::DomainUpdated
+                | ChangeKind::DomainDeleted,
             )
             | None => false,
         }

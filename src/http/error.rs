@@ -405,6 +405,15 @@ fn conflict_message(conflict: Conflict) -> String {
              remove one first"
         ),
         Conflict::NoRevisionNumberLeft => "the project has no revision number left".into(),
+        // The caller may read the other project: it is of its organization.
+        Conflict::DomainInOrganization { name, project_id } => format!(
+            "{name} is already a domain of project {project_id} of this organization: \
+             a name is in one project of an organization"
+        ),
+        Conflict::DomainVerifiedElsewhere { name } => format!(
+            "{name} is verified by another organization: it routes there until its DNS \
+             record there is gone"
+        ),
         Conflict::DeactivatedWhileChecked { revision } => format!(
             "revision {revision} was deactivated while this request was being checked; send it again"
         ),

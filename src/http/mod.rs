@@ -61,6 +61,7 @@ pub fn router(
         .merge(handlers::users::routes(&state))
         .merge(handlers::changes::routes(&state))
         .merge(handlers::edges::routes(&state))
+        .merge(handlers::domains::routes(&state))
         .merge(monitoring::routes(metrics))
         .merge(openapi::routes())
         .merge(beside);

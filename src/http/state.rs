@@ -28,6 +28,8 @@ pub struct Services {
     pub follows: crate::quotas::Follows,
     /// What one caller may hold at once.
     pub quotas: crate::quotas::QuotaOptions,
+    /// The custom domains' DNS checks, and their options.
+    pub domain_checks: Arc<crate::domain_checks::DomainChecks>,
 }
 
 impl AppState {

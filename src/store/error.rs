@@ -79,6 +79,12 @@ pub enum Conflict {
     /// make room for a new edge's.
     #[error("the project holds {most} edge reports, too few stale")]
     EdgeReportsFull { most: u32 },
+    /// Another project of the organization has the domain name.
+    #[error("domain {name} is a domain of project {project_id} of the organization")]
+    DomainInOrganization { name: String, project_id: String },
+    /// Another organization has verified the domain name.
+    #[error("domain {name} is verified by another organization")]
+    DomainVerifiedElsewhere { name: String },
     /// The project's revision numbers are all used.
     #[error("no revision number left")]
     NoRevisionNumberLeft,

@@ -7,7 +7,8 @@
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use proxydeck::dns::{ATTEMPTS, Lookup, Resolver, challenge_name, challenge_value, holds};
+use proxydeck::dns::{ATTEMPTS, Lookup, Resolver};
+use proxydeck::domain::domains::{challenge_name, challenge_value, holds};
 
 use crate::helpers::DnsServer;
 

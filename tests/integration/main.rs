@@ -19,6 +19,7 @@ mod sqlite {
     mod body_fuzz;
     mod caches;
     mod conditional;
+    mod domains;
     mod edges;
     mod errors;
     mod feed;
@@ -47,6 +48,7 @@ mod postgres {
     mod body_fuzz;
     mod caches;
     mod conditional;
+    mod domains;
     mod edges;
     mod errors;
     mod feed;

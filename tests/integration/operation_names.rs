@@ -16,6 +16,9 @@ use proxydeck::http::openapi::DOCUMENT;
 use proxydeck::store::operations::api_tokens::{CreateApiToken, DeleteApiToken, GetApiToken};
 use proxydeck::store::operations::auth::{FindToken, RecordTokenUses};
 use proxydeck::store::operations::changes::{PruneChanges, ReadChanges};
+use proxydeck::store::operations::domains::{
+    CreateDomain, DeleteDomain, GetDomain, ListDomains, RecordCheck, TakeDueChecks, UpdateDomain,
+};
 use proxydeck::store::operations::edges::{DeleteEdge, ListEdges, ReportEdge};
 use proxydeck::store::operations::memberships::{Me, MemberOrganization};
 use proxydeck::store::operations::projects::{
@@ -89,6 +92,13 @@ fn every_operation() -> Vec<(&'static str, &'static str, Serves)> {
         ReportEdge => Api("reportEdge"),
         DeleteEdge => Api("deleteEdge"),
         ListEdges => Api("listEdges"),
+        ListDomains => Api("listProjectDomains"),
+        GetDomain => Api("getProjectDomain"),
+        CreateDomain => Api("createProjectDomain"),
+        UpdateDomain => Api("updateProjectDomain"),
+        DeleteDomain => Api("deleteProjectDomain"),
+        TakeDueChecks => Own,
+        RecordCheck => Own,
         CreateOrganization => Command("admin org create"),
         CreateUser => Command("admin user create"),
         CreateToken => Command("admin token create"),

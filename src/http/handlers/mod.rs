@@ -3,6 +3,7 @@
 
 pub mod api_tokens;
 pub mod changes;
+pub mod domains;
 pub mod edges;
 pub mod organizations;
 pub mod projects;

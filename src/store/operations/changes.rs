@@ -31,6 +31,7 @@ pub(crate) async fn record(
     kind: ChangeKind,
     project_id: &str,
     revision: Option<u32>,
+    domain: Option<&str>,
     version: i64,
     at: Timestamp,
 ) -> Result<(), StoreError> {
@@ -39,8 +40,8 @@ pub(crate) async fn record(
         .ok_or_else(missing_state)?;
     db.execute(
         "INSERT INTO changes (seq, at, kind, organization_id, organization_number, project_id,
-                              revision, version)
-         SELECT ?1, ?2, ?3, organization_id, organization_number, id, ?4, ?5
+                              revision, version, domain)
+         SELECT ?1, ?2, ?3, organization_id, organization_number, id, ?4, ?5, ?7
            FROM projects WHERE id = ?6",
         &[
             Param::Int(position),
@@ -49,6 +50,7 @@ pub(crate) async fn record(
             Param::OptInt(revision.map(i64::from)),
             Param::Int(version),
             Param::Text(project_id),
+            Param::OptText(domain),
         ],
     )
     .await?;
@@ -196,7 +198,7 @@ async fn read(db: &mut dyn Db, query: &ReadChanges) -> Result<ChangesRead, Store
         };
         let sql = format!(
             "SELECT seq, at, kind, organization_id, organization_number, project_id, revision,
-                    version
+                    version, domain
                FROM changes WHERE seq > ?1 AND seq <= ?2{narrowing} ORDER BY seq LIMIT ?3"
         );
         let mut params = vec![Param::Int(after), Param::Int(head), Param::Int(scan as i64)];
@@ -249,6 +251,7 @@ fn change(row: &dyn Row) -> Result<Change, StoreError> {
         project_id: row.text(5)?,
         revision,
         version: row.int(7)?,
+        domain: (!row.is_null(8)?).then(|| row.text(8)).transpose()?,
     })
 }
 

@@ -8,6 +8,7 @@
 pub mod api_tokens;
 pub mod auth;
 pub mod changes;
+pub mod domains;
 pub mod edges;
 pub mod memberships;
 pub mod projects;

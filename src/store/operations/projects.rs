@@ -249,6 +249,7 @@ async fn create(
                     kind: ChangeKind::ProjectCreated,
                     project_id: &project.id,
                     revision: None,
+                    domain: None,
                 }),
             },
         )
@@ -308,6 +309,7 @@ async fn update(
             kind: ChangeKind::ProjectUpdated,
             project_id: id,
             revision: None,
+            domain: None,
         };
         write_steps::record_update(db, request, now, changed, version, fed).await?;
         Ok(ObjectAnswer {
@@ -349,9 +351,11 @@ async fn delete(
             kind: ChangeKind::ProjectDeleted,
             project_id: id,
             revision: None,
+            domain: None,
         };
         write_steps::record_update(db, request, now, changed, version, fed).await?;
         super::edges::remove_all(db, id).await?;
+        super::domains::remove_all(db, id).await?;
         let body = to_json(&serde_json::json!({"object": "project", "id": id, "deleted": true}))?;
         Ok(ObjectAnswer {
             body,

@@ -265,6 +265,7 @@ async fn create(
             kind: ChangeKind::ProxySettingsCreated,
             project_id,
             revision: Some(settings.revision),
+            domain: None,
         };
         let (object, object_id) = fed.audited_object();
         write_steps::record(
@@ -566,6 +567,7 @@ async fn save(
         kind,
         project_id,
         revision: Some(settings.revision),
+        domain: None,
     };
     write_steps::record_update(db, request, now, changed, version, fed).await?;
     Ok(ObjectAnswer {

@@ -314,15 +314,18 @@ pub(super) struct Fed<'a> {
     pub kind: ChangeKind,
     pub project_id: &'a str,
     pub revision: Option<u32>,
+    /// The domain's name, for a domain's change.
+    pub domain: Option<&'a str>,
 }
 
 impl Fed<'_> {
     /// The object the audit names: a project by its id, a revision as
-    /// `PROJECT/REVISION`.
+    /// `PROJECT/REVISION`, a domain as `PROJECT/NAME`.
     pub fn audited_object(&self) -> (&'static str, String) {
-        match self.revision {
-            None => ("project", self.project_id.to_owned()),
-            Some(revision) => ("proxy_settings", format!("{}/{revision}", self.project_id)),
+        match (self.revision, self.domain) {
+            (Some(revision), _) => ("proxy_settings", format!("{}/{revision}", self.project_id)),
+            (None, Some(name)) => ("domain", format!("{}/{name}", self.project_id)),
+            (None, None) => ("project", self.project_id.to_owned()),
         }
     }
 }
@@ -381,7 +384,16 @@ pub(super) async fn record(
     .await?;
     if let Some(fed) = change.feed {
         let version = change.version_after.unwrap_or_default();
-        changes::record(db, fed.kind, fed.project_id, fed.revision, version, at).await?;
+        changes::record(
+            db,
+            fed.kind,
+            fed.project_id,
+            fed.revision,
+            fed.domain,
+            version,
+            at,
+        )
+        .await?;
     }
     Ok(())
 }

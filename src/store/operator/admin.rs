@@ -320,10 +320,12 @@ async fn remove_project(
             id: project_id.to_owned(),
         })?;
         crate::store::operations::edges::remove_all(db, project_id).await?;
+        crate::store::operations::domains::remove_all(db, project_id).await?;
         changes::record(
             db,
             ChangeKind::ProjectDeleted,
             project_id,
+            None,
             None,
             version,
             now,

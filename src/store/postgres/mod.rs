@@ -666,6 +666,7 @@ fn pg_param<'a>(param: &'a Param<'a>) -> &'a (dyn ToSql + Sync) {
         Param::Int(value) => value,
         Param::OptInt(value) => value,
         Param::Text(value) => value,
+        Param::OptText(value) => value,
         Param::Bool(value) => value,
         Param::Bytes(value) => value,
         Param::TextList(value) => value,
@@ -679,7 +680,7 @@ fn pg_param<'a>(param: &'a Param<'a>) -> &'a (dyn ToSql + Sync) {
 fn typed_param<'a>(param: &'a Param<'a>) -> (&'a (dyn ToSql + Sync), Type) {
     let ty = match param {
         Param::Int(_) | Param::OptInt(_) => Type::INT8,
-        Param::Text(_) => Type::TEXT,
+        Param::Text(_) | Param::OptText(_) => Type::TEXT,
         Param::Bool(_) => Type::BOOL,
         Param::Bytes(_) => Type::BYTEA,
         Param::TextList(_) => Type::TEXT_ARRAY,

@@ -24,6 +24,7 @@ pub enum Param<'a> {
     Int(i64),
     OptInt(Option<i64>),
     Text(&'a str),
+    OptText(Option<&'a str>),
     Bool(bool),
     Bytes(&'a [u8]),
     /// A list of texts: PostgreSQL's `text[]` (SQLite has no such type,

@@ -418,8 +418,10 @@ impl rusqlite::ToSql for Param<'_> {
             Param::Int(value) | Param::OptInt(Some(value)) => {
                 ToSqlOutput::Owned(Value::Integer(value))
             }
-            Param::OptInt(None) => ToSqlOutput::Owned(Value::Null),
-            Param::Text(text) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
+            Param::OptInt(None) | Param::OptText(None) => ToSqlOutput::Owned(Value::Null),
+            Param::Text(text) | Param::OptText(Some(text)) => {
+                ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes()))
+            }
             Param::Bool(flag) => ToSqlOutput::Owned(Value::Integer(flag.into())),
             Param::Bytes(bytes) => ToSqlOutput::Borrowed(ValueRef::Blob(bytes)),
             Param::TextList(_) | Param::IntList(_) => {

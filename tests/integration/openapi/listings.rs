@@ -31,6 +31,7 @@ async fn every_listing_answer_validates_and_covers_the_document() {
     wait_for_last_used_at(&app, &token).await;
     changes_of_every_type(&app).await;
     edges_of_every_kind(&app, &token).await;
+    domains_of_every_kind(&app, &token).await;
 
     let org2 = org_id(2);
     let expiring_id = expiring.id;
@@ -88,6 +89,12 @@ async fn every_listing_answer_validates_and_covers_the_document() {
             EDGES,
             "/v1/projects/p-moved/edges?order=attention&limit=2".into(),
         ),
+        (DOMAINS, "/v1/projects/p-full/domains".into()),
+        (DOMAINS, "/v1/projects/p-empty/domains".into()),
+        (
+            DOMAINS,
+            "/v1/projects/p-full/domains?limit=2&start_key=b.example.com".into(),
+        ),
         (CHANGES, "/v1/changes".into()),
         (CHANGES, "/v1/changes?after=0&limit=1000&wait=0s".into()),
         (CHANGES, "/v1/changes?after=99999999".into()),
@@ -107,6 +114,7 @@ async fn every_listing_answer_validates_and_covers_the_document() {
         ORGANIZATIONS,
         CHANGES,
         EDGES,
+        DOMAINS,
     ] {
         let used: BTreeSet<String> = requests
             .iter()
@@ -154,6 +162,7 @@ async fn every_listing_answer_validates_and_covers_the_document() {
                 && ![
                     "DeletedProject",
                     "DeletedEdge",
+                    "DeletedDomain",
                     "CreatedApiToken",
                     "DeletedApiToken",
                     "ProxySettingsDryRun",
@@ -219,4 +228,102 @@ async fn edges_of_every_kind(app: &TestApp, token: &str) {
     app.data.execute(
         "UPDATE edge_reports SET reported_at = reported_at - 600000 WHERE name = 'edge-c'",
     );
+}
+
+/// Domains of project p-full in every state, each check's result among
+/// them (made in the store: no DNS server is needed to show the shapes),
+/// and a domain added, reported on and removed through the API, for the
+/// feed's `domain.*` changes.
+async fn domains_of_every_kind(app: &TestApp, token: &str) {
+    let path = "/v1/projects/p-full/domains";
+    let body = json!({"name": "made.example.com"});
+    let (status, made, _) = send(app, Method::POST, path, token, &[], Some(&body)).await;
+    assert_eq!(status, 200, "{made}");
+    app.data
+        .execute("UPDATE domains SET verified = 1 WHERE name = 'made.example.com'");
+    let one = format!("{path}/made.example.com");
+    let body = json!({"ssl_status": true});
+    let (status, reported, _) = send(app, Method::POST, &one, token, &[], Some(&body)).await;
+    assert_eq!(status, 200, "{reported}");
+    let (status, gone, _) = send(app, Method::DELETE, &one, token, &[], None).await;
+    assert_eq!(status, 200, "{gone}");
+    let now = Timestamp::now().as_millis();
+    let later = now + 86_400_000;
+    // name, verified, ssl, last result, checked, next check, missing since
+    let states = [
+        (
+            "a.example.com",
+            0,
+            0,
+            "NULL",
+            "NULL",
+            later.to_string(),
+            "NULL".to_owned(),
+        ),
+        (
+            "b.example.com",
+            0,
+            0,
+            "'absent'",
+            "NOW",
+            later.to_string(),
+            "NULL".into(),
+        ),
+        (
+            "c.example.com",
+            0,
+            0,
+            "'mismatch'",
+            "NOW",
+            "NULL".into(),
+            "NULL".into(),
+        ),
+        (
+            "d.example.com",
+            0,
+            0,
+            "'lookup_failed'",
+            "NOW",
+            later.to_string(),
+            "NULL".into(),
+        ),
+        (
+            "e.example.com",
+            0,
+            0,
+            "'verified_elsewhere'",
+            "NOW",
+            later.to_string(),
+            "NULL".into(),
+        ),
+        (
+            "*.f.example.com",
+            1,
+            1,
+            "'found'",
+            "NOW",
+            later.to_string(),
+            "NULL".into(),
+        ),
+        (
+            "g.example.com",
+            1,
+            0,
+            "'absent'",
+            "NOW",
+            later.to_string(),
+            now.to_string(),
+        ),
+    ];
+    for (name, verified, ssl, result, checked, next, missing) in states {
+        let checked = checked.replace("NOW", &now.to_string());
+        app.data.execute(&format!(
+            "INSERT INTO domains (project_id, name, organization_number, token, verified, ssl,
+                                  created_at, updated_at, version, last_result, checked_at,
+                                  next_check_at, misses, missing_since)
+             SELECT id, '{name}', organization_number, 'tok', {verified}, {ssl}, {now}, {now}, 1,
+                    {result}, {checked}, {next}, 0, {missing}
+               FROM projects WHERE id = 'p-full'"
+        ));
+    }
 }

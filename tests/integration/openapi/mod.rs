@@ -34,6 +34,7 @@ const ORGANIZATION: &str = "/v1/organizations/{id}";
 const MY_ORGANIZATION: &str = "/v1/organizations/me";
 const CHANGES: &str = "/v1/changes";
 const EDGES: &str = "/v1/projects/{id}/edges";
+const DOMAINS: &str = "/v1/projects/{id}/domains";
 
 fn contract() -> Contract {
     Contract::parse(DOCUMENT)

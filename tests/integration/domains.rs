@@ -1,0 +1,510 @@
+//! Custom domains (docs/domains.md): the five operations, the names' one
+//! form, who owns a name, and its DNS checks against a real DNS server on
+//! loopback (`helpers::dns_server`): no test asks any other resolver.
+
+use std::time::{Duration, Instant};
+
+use proxydeck::domain::domains::CheckSchedule;
+use proxydeck::domain_checks::DomainOptions;
+use proxydeck::store::operations::domains::DomainLimits;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::BACKEND;
+use crate::helpers::*;
+
+/// The grace period the tests run with: long enough for the checks in
+/// between, short enough to wait for.
+const GRACE_MILLIS: i64 = 1500;
+
+fn options(dns: &DnsServer) -> proxydeck::app::ServiceOptions {
+    options_with(dns, |_| {})
+}
+
+fn options_with(
+    dns: &DnsServer,
+    change: impl FnOnce(&mut DomainOptions),
+) -> proxydeck::app::ServiceOptions {
+    let mut domains = DomainOptions {
+        resolver: Some(dns.addr()),
+        lookup_timeout: Duration::from_millis(500),
+        poll: Duration::from_millis(50),
+        schedule: CheckSchedule {
+            first_retry_millis: 100,
+            most_retry_millis: 400,
+            recheck_millis: 200,
+            grace_millis: GRACE_MILLIS,
+            give_up_after_millis: 60_000,
+        },
+        ..DomainOptions::default()
+    };
+    change(&mut domains);
+    proxydeck::app::ServiceOptions {
+        domains,
+        ..test_options()
+    }
+}
+
+async fn fixture(dns: &DnsServer) -> (TestApp, String, String) {
+    two_organizations_with(BACKEND, options(dns)).await
+}
+
+fn domains_path(project: &str) -> String {
+    format!("/v1/projects/{project}/domains")
+}
+
+async fn add(app: &TestApp, token: &str, project: &str, name: &str) -> (u16, Value) {
+    let body = json!({ "name": name });
+    let (status, answer, _) = send(
+        app,
+        Method::POST,
+        &domains_path(project),
+        token,
+        &[],
+        Some(&body),
+    )
+    .await;
+    (status, answer)
+}
+
+async fn check_now(app: &TestApp, token: &str, project: &str, name: &str) -> (u16, Value) {
+    let path = format!("{}/{name}", domains_path(project));
+    let body = json!({ "dns_status": true });
+    let (status, answer, _) = send(app, Method::POST, &path, token, &[], Some(&body)).await;
+    (status, answer)
+}
+
+/// Creates the TXT record `domain` (an answer) asks for.
+fn publish(dns: &DnsServer, domains: &[&Value]) {
+    let name = domains[0]["verification"]["record"]["name"]
+        .as_str()
+        .unwrap();
+    let values: Vec<&str> = domains
+        .iter()
+        .map(|d| d["verification"]["record"]["value"].as_str().unwrap())
+        .collect();
+    dns.set_txt(name, &values);
+}
+
+/// The domain as getProjectDomain answers it, once `until` holds of it
+/// (the background checks run on their own): waits for the event, not for
+/// a time.
+async fn domain_once(
+    app: &TestApp,
+    token: &str,
+    project: &str,
+    name: &str,
+    until: impl Fn(&Value) -> bool,
+) -> Value {
+    let path = format!("{}/{name}", domains_path(project));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, domain) = app.get_json(&path, token).await;
+        assert_eq!(status, 200, "{domain}");
+        if until(&domain) {
+            return domain;
+        }
+        assert!(Instant::now() < deadline, "never came: {domain}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_domain_is_added_pending_and_verified_by_its_txt_record() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let (app, u1, _) = fixture(&dns).await;
+    let cursor = poll(&app, &u1, "").await["cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = json!({ "name": "Shop.Example.COM." });
+    let (status, added, tag) = send(
+        &app,
+        Method::POST,
+        &domains_path("p1"),
+        &u1,
+        &[],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 200, "{added}");
+    assert_eq!(tag.as_deref(), Some("\"v1\""));
+    assert_eq!(added["object"], "domain");
+    assert_eq!(added["name"], "shop.example.com");
+    assert_eq!(added["project_id"], "p1");
+    assert_eq!(added["dns_status"], false);
+    assert_eq!(added["ssl_status"], false);
+    assert_eq!(added["created_at"], added["updated_at"]);
+    let verification = &added["verification"];
+    assert_eq!(verification["status"], "pending");
+    assert_eq!(verification["record"]["type"], "TXT");
+    assert_eq!(
+        verification["record"]["name"],
+        "_proxydeck-challenge.shop.example.com"
+    );
+    let value = verification["record"]["value"].as_str().unwrap();
+    assert!(value.starts_with("proxydeck-verification="), "{value}");
+    assert!(
+        value.len() > "proxydeck-verification=".len() + 30,
+        "{value}"
+    );
+    // Checked at once, not found: still pending, and the checks go on.
+    let absent = domain_once(&app, &u1, "p1", "shop.example.com", |d| {
+        d["verification"]["last_result"] == "absent"
+    })
+    .await;
+    assert_eq!(absent["dns_status"], false);
+    assert!(
+        absent["verification"]["next_check_at"].is_string(),
+        "{absent}"
+    );
+    publish(&dns, &[&added]);
+    let verified = domain_once(&app, &u1, "p1", "SHOP.example.com", |d| {
+        d["dns_status"] == true
+    })
+    .await;
+    assert_eq!(verified["verification"]["status"], "verified");
+    assert_eq!(verified["verification"]["last_result"], "found");
+    assert_ne!(verified["updated_at"], added["updated_at"]);
+    let (status, page) = app.get_json(&domains_path("p1"), &u1).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["object"], "list");
+    assert_eq!(page["url"], "/v1/projects/p1/domains");
+    assert_eq!(page["has_more"], false);
+    assert_eq!(page["last_key"], "shop.example.com");
+    assert_eq!(page["data"][0]["dns_status"], true);
+    // The feed tells both, naming the domain.
+    let changes = poll(&app, &u1, &format!("?after={cursor}")).await;
+    let told: Vec<(String, String)> = changes["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap().to_owned(),
+                c["domain"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        told,
+        [
+            ("domain.created".into(), "shop.example.com".into()),
+            ("domain.updated".into(), "shop.example.com".into()),
+        ]
+    );
+    let audit = audit_of(&app, Some("p1/shop.example.com")).await;
+    assert_eq!(
+        audit.last().map(|r| r.operation.as_str()),
+        Some("createProjectDomain")
+    );
+}
+
+#[tokio::test]
+async fn a_check_now_answers_what_it_found() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let (app, u1, _) = fixture(&dns).await;
+    let (_, added) = add(&app, &u1, "p1", "api.example.net").await;
+    let (status, checked) = check_now(&app, &u1, "p1", "api.example.net").await;
+    assert_eq!(status, 200, "{checked}");
+    assert_eq!(checked["dns_status"], false);
+    assert_eq!(checked["verification"]["last_result"], "absent");
+    // A record that holds another value is not this domain's.
+    let record = added["verification"]["record"]["name"].as_str().unwrap();
+    dns.set_txt(record, &["proxydeck-verification=someone-else"]);
+    let (_, checked) = check_now(&app, &u1, "p1", "api.example.net").await;
+    assert_eq!(checked["verification"]["last_result"], "mismatch");
+    publish(&dns, &[&added]);
+    let (status, checked) = check_now(&app, &u1, "p1", "api.example.net").await;
+    assert_eq!(status, 200, "{checked}");
+    assert_eq!(checked["dns_status"], true, "{checked}");
+    assert_eq!(
+        checked["verification"]["message"],
+        "the TXT record holds this domain's value"
+    );
+    // `false` asks for nothing a name can be asked.
+    let path = format!("{}/api.example.net", domains_path("p1"));
+    let body = json!({"dns_status": false});
+    let (status, refused, _) = send(&app, Method::POST, &path, &u1, &[], Some(&body)).await;
+    assert_eq!(status, 400);
+    assert_eq!(params(&refused), ["dns_status"]);
+    // An edge reports its certificate.
+    let body = json!({"ssl_status": true});
+    let (status, reported, _) = send(&app, Method::POST, &path, &u1, &[], Some(&body)).await;
+    assert_eq!(status, 200, "{reported}");
+    assert_eq!(reported["ssl_status"], true);
+}
+
+#[tokio::test]
+async fn names_are_refused_by_the_rule_they_break() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let (app, u1, _) = fixture(&dns).await;
+    for name in [
+        "example",
+        "10.0.0.1",
+        "[::1]",
+        "shop.example.com:443",
+        "a.*.example.com",
+        "*.com",
+        "-shop.example.com",
+        "shop_1.example.com",
+        "",
+    ] {
+        let (status, refused) = add(&app, &u1, "p1", name).await;
+        assert_eq!(status, 400, "{name}: {refused}");
+        assert_eq!(params(&refused), ["name"], "{name}: {refused}");
+    }
+    let body = json!({"name": "ok.example.com", "dns_status": true});
+    let (status, refused, _) = send(
+        &app,
+        Method::POST,
+        &domains_path("p1"),
+        &u1,
+        &[],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(params(&refused), ["dns_status"]);
+    let (status, refused) = app
+        .get_json(&format!("{}/not%20a%20name", domains_path("p1")), &u1)
+        .await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(error_param(&refused), "name");
+    let (status, _) = app
+        .get_json(&format!("{}/absent.example.com", domains_path("p1")), &u1)
+        .await;
+    assert_eq!(status, 404);
+    // A Unicode name is its ASCII form, in a body and in a path.
+    let (status, added) = add(&app, &u1, "p1", "Bücher.example").await;
+    assert_eq!(status, 200, "{added}");
+    assert_eq!(added["name"], "xn--bcher-kva.example");
+    let (status, found) = app
+        .get_json(&format!("{}/b%C3%BCcher.example", domains_path("p1")), &u1)
+        .await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found["name"], "xn--bcher-kva.example");
+}
+
+#[tokio::test]
+async fn a_name_is_verified_in_one_organization_at_most() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let (app, u1, u3) = fixture(&dns).await;
+    // Pending in two organizations at once.
+    let (status, mine) = add(&app, &u1, "p1", "both.example.org").await;
+    assert_eq!(status, 200, "{mine}");
+    let (status, theirs) = add(&app, &u3, "p3", "both.example.org").await;
+    assert_eq!(status, 200, "{theirs}");
+    assert_ne!(
+        mine["verification"]["record"]["value"],
+        theirs["verification"]["record"]["value"]
+    );
+    // The record names one of them: that one is verified.
+    publish(&dns, &[&theirs]);
+    let (_, checked) = check_now(&app, &u1, "p1", "both.example.org").await;
+    assert_eq!(checked["verification"]["last_result"], "mismatch");
+    let (_, checked) = check_now(&app, &u3, "p3", "both.example.org").await;
+    assert_eq!(checked["dns_status"], true, "{checked}");
+    // Both values published: the first verification keeps it.
+    publish(&dns, &[&theirs, &mine]);
+    let (_, checked) = check_now(&app, &u1, "p1", "both.example.org").await;
+    assert_eq!(checked["dns_status"], false, "{checked}");
+    assert_eq!(checked["verification"]["last_result"], "verified_elsewhere");
+    // Once verified, claiming it elsewhere is a 409, in any spelling.
+    let path = format!("{}/both.example.org", domains_path("p1"));
+    let (status, _, _) = send(&app, Method::DELETE, &path, &u1, &[], None).await;
+    assert_eq!(status, 200);
+    for spelling in [
+        "both.example.org",
+        "BOTH.Example.org.",
+        "ｂｏｔｈ.example.org",
+    ] {
+        let (status, refused) = add(&app, &u1, "p1", spelling).await;
+        assert_eq!(status, 409, "{spelling}: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains("another organization"), "{message}");
+    }
+    // Nor can another organization read, check, report on or remove it.
+    let path = format!("{}/both.example.org", domains_path("p3"));
+    for (method, body) in [
+        (Method::GET, None),
+        (Method::POST, Some(json!({"dns_status": true}))),
+        (Method::POST, Some(json!({"ssl_status": true}))),
+        (Method::DELETE, None),
+    ] {
+        let (status, refused, _) = send(&app, method.clone(), &path, &u1, &[], body.as_ref()).await;
+        assert_eq!(status, 404, "{method} {refused}");
+    }
+    let (status, _) = app.get_json(&domains_path("p3"), &u1).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn a_verified_name_whose_record_is_gone_routes_through_its_grace_then_stops() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let (app, u1, _) = fixture(&dns).await;
+    let (_, added) = add(&app, &u1, "p1", "*.example.com").await;
+    assert_eq!(
+        added["verification"]["record"]["name"],
+        "_proxydeck-challenge.example.com"
+    );
+    publish(&dns, &[&added]);
+    domain_once(&app, &u1, "p1", "*.example.com", |d| {
+        d["dns_status"] == true
+    })
+    .await;
+    dns.remove("_proxydeck-challenge.example.com");
+    let failing = domain_once(&app, &u1, "p1", "*.example.com", |d| {
+        d["verification"]["status"] == "failing"
+    })
+    .await;
+    assert_eq!(failing["dns_status"], true, "{failing}");
+    assert!(
+        failing["verification"]["routes_until"].is_string(),
+        "{failing}"
+    );
+    let stopped = domain_once(&app, &u1, "p1", "*.example.com", |d| {
+        d["dns_status"] == false
+    })
+    .await;
+    assert_eq!(stopped["verification"]["status"], "pending");
+    assert_eq!(stopped["ssl_status"], false);
+}
+
+#[tokio::test]
+async fn a_resolver_that_fails_concludes_nothing_and_costs_a_request_its_timeout_at_most() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let (app, u1, _) = fixture(&dns).await;
+    let (_, added) = add(&app, &u1, "p1", "slow.example.com").await;
+    publish(&dns, &[&added]);
+    domain_once(&app, &u1, "p1", "slow.example.com", |d| {
+        d["dns_status"] == true
+    })
+    .await;
+    dns.set_silent("_proxydeck-challenge.slow.example.com");
+    let started = Instant::now();
+    let (status, checked) = check_now(&app, &u1, "p1", "slow.example.com").await;
+    assert_eq!(status, 200, "{checked}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(checked["verification"]["last_result"], "lookup_failed");
+    assert_eq!(checked["dns_status"], true, "{checked}");
+    dns.set_servfail("_proxydeck-challenge.slow.example.com");
+    let (_, checked) = check_now(&app, &u1, "p1", "slow.example.com").await;
+    assert_eq!(checked["verification"]["last_result"], "lookup_failed");
+    assert_eq!(checked["verification"]["status"], "verified");
+}
+
+#[tokio::test]
+async fn names_are_bounded_per_project_and_pending_per_organization() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let limited = options_with(&dns, |domains| {
+        domains.limits = DomainLimits {
+            per_project: 3,
+            pending_per_organization: 4,
+        };
+    });
+    let (app, u1, _) = two_organizations_with(BACKEND, limited).await;
+    app.seed(vec![project("p1b", 1, 1)]).await;
+    for n in 0..3 {
+        let (status, added) = add(&app, &u1, "p1", &format!("n{n}.example.com")).await;
+        assert_eq!(status, 200, "{added}");
+    }
+    let (status, refused) = add(&app, &u1, "p1", "n3.example.com").await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(params(&refused), ["name"]);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 3"),
+        "{refused}"
+    );
+    let (status, _) = add(&app, &u1, "p1b", "m0.example.com").await;
+    assert_eq!(status, 200);
+    let (status, refused) = add(&app, &u1, "p1b", "m1.example.com").await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 4"),
+        "{refused}"
+    );
+    // A name in another project of the organization is a 409 naming it.
+    let (status, refused) = add(&app, &u1, "p1b", "n0.example.com").await;
+    assert_eq!(status, 409, "{refused}");
+}
+
+#[tokio::test]
+async fn writes_take_if_match_and_idempotency_keys_and_go_with_their_project() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let (app, u1, _) = fixture(&dns).await;
+    let body = json!({"name": "once.example.com"});
+    let key = [("Idempotency-Key", "add-once")];
+    let path = domains_path("p1");
+    let (status, first, _) = send(&app, Method::POST, &path, &u1, &key, Some(&body)).await;
+    assert_eq!(status, 200, "{first}");
+    let (status, again, _) = send(&app, Method::POST, &path, &u1, &key, Some(&body)).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again, first);
+    let one = format!("{path}/once.example.com");
+    let stale = [("If-Match", "\"v999\"")];
+    let (status, _, _) = send(&app, Method::DELETE, &one, &u1, &stale, None).await;
+    assert_eq!(status, 412);
+    let (status, deleted, _) = send(&app, Method::DELETE, &one, &u1, &[], None).await;
+    assert_eq!(status, 200, "{deleted}");
+    assert_eq!(
+        deleted,
+        json!({"object": "domain", "id": "once.example.com", "deleted": true})
+    );
+    let (status, _) = app.get_json(&one, &u1).await;
+    assert_eq!(status, 404);
+    // A project's domains go with it.
+    let (status, _) = add(&app, &u1, "p1", "gone.example.com").await;
+    assert_eq!(status, 200);
+    let (status, _, _) = send(&app, Method::DELETE, "/v1/projects/p1", &u1, &[], None).await;
+    assert_eq!(status, 200);
+    let count = app
+        .data
+        .count("SELECT COUNT(*) FROM domains WHERE project_id = 'p1'");
+    assert_eq!(count, 0);
+}
+
+#[tokio::test]
+async fn a_member_reports_certificates_and_changes_nothing_else() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let (app, u1, _) = fixture(&dns).await;
+    let (_, added) = add(&app, &u1, "p1", "edge.example.com").await;
+    publish(&dns, &[&added]);
+    domain_once(&app, &u1, "p1", "edge.example.com", |d| {
+        d["dns_status"] == true
+    })
+    .await;
+    app.data
+        .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'u1'");
+    let member = app.token("u1").await;
+    let (status, _) = add(&app, &member, "p1", "other.example.com").await;
+    assert_eq!(status, 403);
+    let (status, _) = check_now(&app, &member, "p1", "edge.example.com").await;
+    assert_eq!(status, 403);
+    let path = format!("{}/edge.example.com", domains_path("p1"));
+    let (status, _, _) = send(&app, Method::DELETE, &path, &member, &[], None).await;
+    assert_eq!(status, 403);
+    let body = json!({"ssl_status": true});
+    let (status, reported, _) = send(&app, Method::POST, &path, &member, &[], Some(&body)).await;
+    assert_eq!(status, 200, "{reported}");
+    assert_eq!(reported["ssl_status"], true);
+}
