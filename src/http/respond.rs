@@ -22,6 +22,23 @@ fn tagged(mut response: Response, tag: HeaderValue) -> Response {
     response
 }
 
+/// The list envelope around a page of items read by name (a project's
+/// edges, its domains): `last_key`, when given, is the name to pass as
+/// `start_key` for the next page.
+pub fn named_list_response<T: serde::Serialize>(
+    url: &str,
+    data: &[T],
+    has_more: bool,
+    last_key: Option<&str>,
+) -> Response {
+    let mut body =
+        serde_json::json!({"object": "list", "url": url, "has_more": has_more, "data": data});
+    if let Some(last_key) = last_key {
+        body["last_key"] = serde_json::json!(last_key);
+    }
+    json_body(StatusCode::OK, body.to_string().into())
+}
+
 /// The list envelope (`object`, `url`, `has_more`, `last_key`, `data`)
 /// around a page of items that are JSON already, as the store keeps them.
 /// The items go out as they came from the store, between a head and a

@@ -54,17 +54,19 @@ fn domains_path(project: &str) -> String {
 }
 
 async fn add(app: &TestApp, token: &str, project: &str, name: &str) -> (u16, Value) {
-    let body = json!({ "name": name });
-    let (status, answer, _) = send(
-        app,
-        Method::POST,
-        &domains_path(project),
-        token,
-        &[],
-        Some(&body),
-    )
-    .await;
+    let (status, answer, _) = create(app, token, project, &json!({ "name": name })).await;
     (status, answer)
+}
+
+/// createProjectDomain with `body`: the status, the answer and its tag.
+async fn create(
+    app: &TestApp,
+    token: &str,
+    project: &str,
+    body: &Value,
+) -> (u16, Value, Option<String>) {
+    let path = domains_path(project);
+    send(app, Method::POST, &path, token, &[], Some(body)).await
 }
 
 async fn check_now(app: &TestApp, token: &str, project: &str, name: &str) -> (u16, Value) {
@@ -84,6 +86,15 @@ fn publish(dns: &DnsServer, domains: &[&Value]) {
         .map(|d| d["verification"]["record"]["value"].as_str().unwrap())
         .collect();
     dns.set_txt(name, &values);
+}
+
+/// A domain added to `project`, its record published, once its check
+/// has verified it.
+async fn verified(app: &TestApp, dns: &DnsServer, token: &str, project: &str, name: &str) -> Value {
+    let (status, added) = add(app, token, project, name).await;
+    assert_eq!(status, 200, "{added}");
+    publish(dns, &[&added]);
+    domain_once(app, token, project, name, |d| d["dns_status"] == true).await
 }
 
 /// The domain as getProjectDomain answers it, once `until` holds of it
@@ -119,15 +130,7 @@ async fn a_domain_is_added_pending_and_verified_by_its_txt_record() {
         .unwrap()
         .to_owned();
     let body = json!({ "name": "Shop.Example.COM." });
-    let (status, added, tag) = send(
-        &app,
-        Method::POST,
-        &domains_path("p1"),
-        &u1,
-        &[],
-        Some(&body),
-    )
-    .await;
+    let (status, added, tag) = create(&app, &u1, "p1", &body).await;
     assert_eq!(status, 200, "{added}");
     assert_eq!(tag.as_deref(), Some("\"v1\""));
     assert_eq!(added["object"], "domain");
@@ -258,15 +261,7 @@ async fn names_are_refused_by_the_rule_they_break() {
         assert_eq!(params(&refused), ["name"], "{name}: {refused}");
     }
     let body = json!({"name": "ok.example.com", "dns_status": true});
-    let (status, refused, _) = send(
-        &app,
-        Method::POST,
-        &domains_path("p1"),
-        &u1,
-        &[],
-        Some(&body),
-    )
-    .await;
+    let (status, refused, _) = create(&app, &u1, "p1", &body).await;
     assert_eq!(status, 400);
     assert_eq!(params(&refused), ["dns_status"]);
     let (status, refused) = app
@@ -381,12 +376,7 @@ async fn a_resolver_that_fails_concludes_nothing_and_costs_a_request_its_timeout
     require!(BACKEND);
     let dns = DnsServer::start();
     let (app, u1, _) = fixture(&dns).await;
-    let (_, added) = add(&app, &u1, "p1", "slow.example.com").await;
-    publish(&dns, &[&added]);
-    domain_once(&app, &u1, "p1", "slow.example.com", |d| {
-        d["dns_status"] == true
-    })
-    .await;
+    verified(&app, &dns, &u1, "p1", "slow.example.com").await;
     dns.set_silent("_proxydeck-challenge.slow.example.com");
     let started = Instant::now();
     let (status, checked) = check_now(&app, &u1, "p1", "slow.example.com").await;
@@ -487,12 +477,7 @@ async fn a_member_reports_certificates_and_changes_nothing_else() {
     require!(BACKEND);
     let dns = DnsServer::start();
     let (app, u1, _) = fixture(&dns).await;
-    let (_, added) = add(&app, &u1, "p1", "edge.example.com").await;
-    publish(&dns, &[&added]);
-    domain_once(&app, &u1, "p1", "edge.example.com", |d| {
-        d["dns_status"] == true
-    })
-    .await;
+    verified(&app, &dns, &u1, "p1", "edge.example.com").await;
     app.data
         .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'u1'");
     let member = app.token("u1").await;
@@ -507,4 +492,68 @@ async fn a_member_reports_certificates_and_changes_nothing_else() {
     let (status, reported, _) = send(&app, Method::POST, &path, &member, &[], Some(&body)).await;
     assert_eq!(status, 200, "{reported}");
     assert_eq!(reported["ssl_status"], true);
+}
+
+/// The generated client of the public document adds, lists, reads,
+/// checks and removes domains: every member it knows reads as its type.
+#[tokio::test]
+async fn the_generated_client_manages_domains() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let (app, u1, _) = fixture(&dns).await;
+    let client = generated_client(&app, &u1);
+    let created = client
+        .create_project_domain()
+        .id("p1")
+        .body_map(|b| b.name("Client.Example.com".to_owned()))
+        .send()
+        .await
+        .expect("createProjectDomain")
+        .into_inner();
+    assert_eq!(created.name.as_deref(), Some("client.example.com"));
+    assert_eq!(created.project_id.as_deref(), Some("p1"));
+    assert_eq!(created.dns_status, Some(false));
+    assert_eq!(created.ssl_status, Some(false));
+    let list = client
+        .list_project_domains()
+        .id("p1")
+        .send()
+        .await
+        .expect("listProjectDomains")
+        .into_inner();
+    assert_eq!(list.data.len(), 1);
+    assert_eq!(list.has_more, Some(false));
+    let (_, added) = app
+        .get_json(&format!("{}/client.example.com", domains_path("p1")), &u1)
+        .await;
+    publish(&dns, &[&added]);
+    let checked = client
+        .update_project_domain()
+        .id("p1")
+        .name("client.example.com")
+        .body_map(|b| b.dns_status(true))
+        .send()
+        .await
+        .expect("updateProjectDomain")
+        .into_inner();
+    assert_eq!(checked.dns_status, Some(true));
+    let got = client
+        .get_project_domain()
+        .id("p1")
+        .name("CLIENT.example.com")
+        .send()
+        .await
+        .expect("getProjectDomain")
+        .into_inner();
+    assert_eq!(got.dns_status, Some(true));
+    let deleted = client
+        .delete_project_domain()
+        .id("p1")
+        .name("client.example.com")
+        .send()
+        .await
+        .expect("deleteProjectDomain")
+        .into_inner();
+    assert_eq!(deleted.deleted, Some(true));
+    assert_eq!(deleted.id.as_deref(), Some("client.example.com"));
 }

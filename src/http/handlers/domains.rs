@@ -6,11 +6,10 @@
 //! and `shop.example.com` name one domain.
 
 use axum::extract::{FromRequestParts, RawPathParams, RawQuery, State};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::Response;
 use axum::routing::{get, post};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::projects::{ProjectId, may, may_write};
 use crate::domain::FieldError;
@@ -22,7 +21,7 @@ use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::operation_headers::OperationHeaders;
 use crate::http::query::QueryParams;
-use crate::http::respond::{json_body, object_response};
+use crate::http::respond::{named_list_response, object_response};
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::store::operations::domains::{
@@ -110,11 +109,8 @@ async fn list(
         .await?;
     let grace = app.domain_checks.options.schedule.grace_millis;
     let data: Vec<_> = domains.iter().map(|domain| domain.answer(grace)).collect();
-    let mut body = json!({"object": "list", "url": url, "has_more": has_more, "data": data});
-    if let Some(last) = domains.last() {
-        body["last_key"] = json!(last.name);
-    }
-    Ok(json_body(StatusCode::OK, body.to_string().into()))
+    let last_key = domains.last().map(|last| last.name.as_str());
+    Ok(named_list_response(&url, &data, has_more, last_key))
 }
 
 /// `POST /v1/projects/{id}/domains`

@@ -20,7 +20,7 @@ use crate::http::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::operation_headers::OperationHeaders;
 use crate::http::query::QueryParams;
-use crate::http::respond::json_body;
+use crate::http::respond::{json_body, named_list_response};
 use crate::http::routes::{Routes, authenticated};
 use crate::http::state::AppState;
 use crate::store::operations::edges::{DeleteEdge, EdgeOrder, ListEdges, ReportEdge};
@@ -116,11 +116,11 @@ async fn list(
             order,
         })
         .await?;
-    let mut body = json!({"object": "list", "url": url, "has_more": has_more, "data": edges});
-    if let (Some(last), EdgeOrder::Name) = (edges.last(), order) {
-        body["last_key"] = json!(last.name);
-    }
-    Ok(json_body(StatusCode::OK, body.to_string().into()))
+    let last_key = match order {
+        EdgeOrder::Name => edges.last().map(|last| last.name.as_str()),
+        EdgeOrder::Attention => None,
+    };
+    Ok(named_list_response(&url, &edges, has_more, last_key))
 }
 
 /// `DELETE /v1/projects/{id}/edges/{name}`

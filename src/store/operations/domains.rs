@@ -11,6 +11,7 @@
 //! verified in one organization at most (`domains_verified_name`, the last
 //! word when two checks verify it at once).
 
+use super::by_name::{NamePage, NamePageSql};
 use super::readable::{Deleted, readable_project};
 use super::write_request::{ObjectAnswer, WriteRequest};
 use super::write_steps::{self, Change, Fed, Target};
@@ -60,28 +61,25 @@ async fn list(
     db: &mut dyn Db,
     query: &ListDomains,
 ) -> Result<(Vec<StoredDomain>, bool), StoreError> {
-    let (mut domains, fetched) = transaction!(db, begin_read, {
+    let page = NamePage {
+        project_id: &query.project_id,
+        start_key: query.start_key.as_deref(),
+        limit: query.limit,
+    };
+    let domains = transaction!(db, begin_read, {
         let visible_to = Some(&query.visible_to);
         readable_project(db, visible_to, &query.project_id, Deleted::Excluded).await?;
-        let mut params = vec![Param::Text(&query.project_id)];
-        let after = match &query.start_key {
-            Some(name) => {
-                params.push(Param::Text(name));
-                " AND name > ?2"
-            }
-            None => "",
-        };
-        let fetch = i64::from(query.limit) + 1;
-        params.push(Param::Int(fetch));
+        let NamePageSql {
+            after,
+            params,
+            limit_at,
+        } = page.sql();
         let sql = format!(
-            "SELECT {COLUMNS} FROM domains WHERE project_id = ?1{after} ORDER BY name LIMIT ?{}",
-            params.len()
+            "SELECT {COLUMNS} FROM domains WHERE project_id = ?1{after} ORDER BY name LIMIT ?{limit_at}"
         );
-        Ok((query_all(db, &sql, &params, stored).await?, fetch))
+        query_all(db, &sql, &params, stored).await
     })?;
-    let more = domains.len() as i64 == fetched;
-    domains.truncate(query.limit as usize);
-    Ok((domains, more))
+    Ok(page.finish(domains))
 }
 
 /// getProjectDomain: one domain of a project the caller may read.
@@ -287,15 +285,8 @@ async fn update(db: &mut dyn Db, query: &UpdateDomain) -> Result<ObjectAnswer, S
         _ => Action::ChangeProjects,
     };
     transaction!(db, begin_write, {
-        let target = Target::Project(&query.project_id);
-        let organization = write_steps::authorize(db, request, action, target, now)
-            .await?
-            .ok_or_else(|| no_such("project"))?;
-        write_steps::lock_organization(db, &organization).await?;
-        let domain = read_domain(db, &query.project_id, &query.name)
-            .await?
-            .ok_or_else(|| no_such("domain"))?;
-        write_steps::check_if_match(request, domain.version)?;
+        let domain =
+            locked_domain(db, request, action, &query.project_id, &query.name, now).await?;
         let mut after = match query.check {
             Some(result) => {
                 let result = claimed_elsewhere(db, &domain, result).await?;
@@ -318,6 +309,30 @@ async fn update(db: &mut dyn Db, query: &UpdateDomain) -> Result<ObjectAnswer, S
         record(db, request, now, &after, kind, Some(domain.version)).await?;
         answer(&after, query.schedule.grace_millis)
     })
+}
+
+/// The domain a write changes, read under its organization's lock once the
+/// caller may do `action` to its project: 401, 403, or the same 404 for a
+/// project unknown or invisible; 404 for a name the project lacks; 412
+/// when `If-Match` names another version.
+async fn locked_domain(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    action: Action,
+    project_id: &str,
+    name: &str,
+    now: Timestamp,
+) -> Result<StoredDomain, StoreError> {
+    let target = Target::Project(project_id);
+    let organization = write_steps::authorize(db, request, action, target, now)
+        .await?
+        .ok_or_else(|| no_such("project"))?;
+    write_steps::lock_organization(db, &organization).await?;
+    let domain = read_domain(db, project_id, name)
+        .await?
+        .ok_or_else(|| no_such("domain"))?;
+    write_steps::check_if_match(request, domain.version)?;
+    Ok(domain)
 }
 
 /// A check that found the record, for a name another organization has
@@ -409,15 +424,9 @@ async fn delete(db: &mut dyn Db, query: &DeleteDomain) -> Result<ObjectAnswer, S
     let now = Timestamp::now();
     let request = &query.request;
     transaction!(db, begin_write, {
-        let target = Target::Project(&query.project_id);
-        let organization = write_steps::authorize(db, request, Action::ChangeProjects, target, now)
-            .await?
-            .ok_or_else(|| no_such("project"))?;
-        write_steps::lock_organization(db, &organization).await?;
-        let domain = read_domain(db, &query.project_id, &query.name)
-            .await?
-            .ok_or_else(|| no_such("domain"))?;
-        write_steps::check_if_match(request, domain.version)?;
+        let (project_id, name) = (&query.project_id, &query.name);
+        let action = Action::ChangeProjects;
+        let domain = locked_domain(db, request, action, project_id, name, now).await?;
         db.execute(
             "DELETE FROM domains WHERE project_id = ?1 AND name = ?2",
             &[Param::Text(&domain.project_id), Param::Text(&domain.name)],

@@ -6,6 +6,7 @@
 //! reports: a new name past the bound replaces the oldest stale report,
 //! or is refused when none is stale.
 
+use super::by_name::{NamePage, NamePageSql};
 use super::readable::{Deleted, readable_project};
 use super::write_request::WriteRequest;
 use super::write_steps::{self, Change, Target};
@@ -208,20 +209,19 @@ operation!(ListEdges => list, Read, "list_edges" -> (Vec<Edge>, bool));
 
 async fn list(db: &mut dyn Db, query: &ListEdges) -> Result<(Vec<Edge>, bool), StoreError> {
     let now = Timestamp::now();
-    let (mut edges, fetched) = transaction!(db, begin_read, {
+    let page = NamePage {
+        project_id: &query.project_id,
+        start_key: query.start_key.as_deref(),
+        limit: query.limit,
+    };
+    let edges = transaction!(db, begin_read, {
         let visible_to = Some(&query.visible_to);
         readable_project(db, visible_to, &query.project_id, Deleted::Excluded).await?;
-        let mut params = vec![Param::Text(&query.project_id)];
-        let after = match &query.start_key {
-            Some(name) => {
-                params.push(Param::Text(name));
-                " AND name > ?2"
-            }
-            None => "",
-        };
-        let fetch = i64::from(query.limit) + 1;
-        params.push(Param::Int(fetch));
-        let limit_at = params.len();
+        let NamePageSql {
+            after,
+            mut params,
+            limit_at,
+        } = page.sql();
         let stale_before = now.as_millis() - STALE_AFTER_SECONDS * 1000;
         let order = match query.order {
             EdgeOrder::Name => "name".to_owned(),
@@ -239,12 +239,9 @@ async fn list(db: &mut dyn Db, query: &ListEdges) -> Result<(Vec<Edge>, bool), S
             "SELECT name, revision, status, error, reported_at FROM edge_reports
               WHERE project_id = ?1{after} ORDER BY {order} LIMIT ?{limit_at}"
         );
-        let edges = query_all(db, &sql, &params, |row| edge(row, now)).await?;
-        Ok((edges, fetch))
+        query_all(db, &sql, &params, |row| edge(row, now)).await
     })?;
-    let more = edges.len() as i64 == fetched;
-    edges.truncate(query.limit as usize);
-    Ok((edges, more))
+    Ok(page.finish(edges))
 }
 
 fn edge(row: &dyn Row, now: Timestamp) -> Result<Edge, StoreError> {

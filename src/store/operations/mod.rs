@@ -7,6 +7,7 @@
 
 pub mod api_tokens;
 pub mod auth;
+mod by_name;
 pub mod changes;
 pub mod domains;
 pub mod edges;
