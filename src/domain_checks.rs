@@ -15,6 +15,7 @@ use tokio::sync::{Notify, Semaphore};
 use crate::dns::{Lookup, Resolver};
 use crate::domain::domains::{CheckResult, CheckSchedule, challenge_name, holds};
 use crate::domain::time::Timestamp;
+use crate::metrics;
 use crate::store::Store;
 use crate::store::operations::domains::{DomainLimits, DueCheck, RecordCheck, TakeDueChecks};
 
@@ -79,15 +80,18 @@ impl DomainChecks {
     pub async fn check(&self, base: &str, token: &str) -> CheckResult {
         let wait = self.options.lookup_timeout;
         let Ok(Ok(_slot)) = tokio::time::timeout(wait, self.slots.acquire()).await else {
+            metrics::domain_checked(CheckResult::LookupFailed.as_str());
             return CheckResult::LookupFailed;
         };
         let lookup = tokio::time::timeout(wait, self.resolver.txt(&challenge_name(base))).await;
-        match lookup {
+        let result = match lookup {
             Ok(Lookup::Found(records)) if holds(&records, token) => CheckResult::Found,
             Ok(Lookup::Found(_)) => CheckResult::Mismatch,
             Ok(Lookup::Absent) => CheckResult::Absent,
             Ok(Lookup::Failed) | Err(_) => CheckResult::LookupFailed,
-        }
+        };
+        metrics::domain_checked(result.as_str());
+        result
     }
 
     /// A name was added: its first check runs now, not at the next poll.

@@ -51,6 +51,7 @@ pub const READS_SERVED: &str = "proxydeck_db_reads_total";
 pub const REGEXES_COMPILED: &str = "proxydeck_regexes_compiled_total";
 pub const CHECKS_GIVEN_UP: &str = "proxydeck_checks_given_up_total";
 const WRITES_PAST_DEADLINE: &str = "proxydeck_db_writes_past_deadline_total";
+pub const DOMAIN_CHECKS: &str = "proxydeck_domain_checks_total";
 
 /// The `route` label of a request no route matched: one value, whatever
 /// the path (raw paths would make a series per path anyone cares to send).
@@ -226,6 +227,10 @@ fn describe() {
     describe_counter!(
         READS_SERVED,
         "With read replicas: reads a replica answered (server=replica), and reads that could have gone to one that the primary answered (server=primary: none was current enough, none answers, or the one chosen failed the read)."
+    );
+    describe_counter!(
+        DOMAIN_CHECKS,
+        "Custom domains' DNS checks made (in the background and on request), by what each found (result: found, absent, mismatch, lookup_failed)."
     );
     describe_counter!(
         REGEXES_COMPILED,
@@ -415,6 +420,12 @@ pub fn read_served(by_replica: bool) {
 }
 
 /// A write rolled back at its deadline (`store/engine/deadline.rs`).
+/// A custom domain's DNS check and what it found (`domain_checks`).
+pub fn domain_checked(result: &'static str) {
+    recorder();
+    counter!(DOMAIN_CHECKS, "result" => result).increment(1);
+}
+
 pub fn write_past_deadline() {
     recorder();
     counter!(WRITES_PAST_DEADLINE).increment(1);

@@ -214,6 +214,13 @@ async fn a_check_now_answers_what_it_found() {
     assert_eq!(status, 200, "{checked}");
     assert_eq!(checked["dns_status"], false);
     assert_eq!(checked["verification"]["last_result"], "absent");
+    // Counted by what it found.
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let metrics = metrics.text().await.unwrap();
+    assert!(
+        metrics.contains("proxydeck_domain_checks_total{result=\"absent\"}"),
+        "{metrics}"
+    );
     // A record that holds another value is not this domain's.
     let record = added["verification"]["record"]["name"].as_str().unwrap();
     dns.set_txt(record, &["proxydeck-verification=someone-else"]);
