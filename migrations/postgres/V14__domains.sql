@@ -18,6 +18,9 @@ CREATE TABLE domains (
 );
 CREATE UNIQUE INDEX domains_verified_name ON domains (name) WHERE verified;
 CREATE UNIQUE INDEX domains_organization_name ON domains (organization_number, name);
+-- Who else claims or holds a name (bound parameters cannot use the
+-- partial index above on SQLite).
+CREATE INDEX domains_name ON domains (name);
 CREATE INDEX domains_due ON domains (next_check_at) WHERE next_check_at IS NOT NULL;
 
 ALTER TABLE changes ADD COLUMN domain TEXT COLLATE "C";

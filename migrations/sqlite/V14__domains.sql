@@ -26,6 +26,9 @@ CREATE TABLE domains (
 ) STRICT;
 CREATE UNIQUE INDEX domains_verified_name ON domains (name) WHERE verified = 1;
 CREATE UNIQUE INDEX domains_organization_name ON domains (organization_number, name);
+-- Who else claims or holds a name (bound parameters cannot use the
+-- partial index above on SQLite).
+CREATE INDEX domains_name ON domains (name);
 CREATE INDEX domains_due ON domains (next_check_at) WHERE next_check_at IS NOT NULL;
 
 -- A domain's change names it.

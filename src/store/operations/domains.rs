@@ -481,35 +481,31 @@ operation!(TakeDueChecks => take_due, Write, "take_due_domain_checks" -> Vec<Due
 
 async fn take_due(db: &mut dyn Db, query: &TakeDueChecks) -> Result<Vec<DueCheck>, StoreError> {
     let now = query.now.as_millis();
-    transaction!(db, begin_write, {
-        let due = query_all(
-            db,
-            "SELECT project_id, name, token FROM domains
-              WHERE next_check_at IS NOT NULL AND next_check_at <= ?1
-              ORDER BY next_check_at LIMIT ?2",
-            &[Param::Int(now), Param::Int(i64::from(query.limit))],
-            |row| {
-                Ok(DueCheck {
-                    project_id: row.text(0)?,
-                    name: row.text(1)?,
-                    token: row.text(2)?,
-                })
-            },
-        )
-        .await?;
-        for check in &due {
-            db.execute(
-                "UPDATE domains SET next_check_at = ?3 WHERE project_id = ?1 AND name = ?2",
-                &[
-                    Param::Text(&check.project_id),
-                    Param::Text(&check.name),
-                    Param::Int(now + query.lease_millis),
-                ],
-            )
-            .await?;
-        }
-        Ok(due)
-    })
+    // One statement: on PostgreSQL an instance taking the same rows at
+    // once waits for this one's commit, then finds them no longer due
+    // (the outer condition is checked again on the rows it updates).
+    query_all(
+        db,
+        "UPDATE domains SET next_check_at = ?3
+          WHERE next_check_at <= ?1 AND (project_id, name) IN
+                (SELECT project_id, name FROM domains
+                  WHERE next_check_at IS NOT NULL AND next_check_at <= ?1
+                  ORDER BY next_check_at LIMIT ?2)
+          RETURNING project_id, name, token",
+        &[
+            Param::Int(now),
+            Param::Int(i64::from(query.limit)),
+            Param::Int(now + query.lease_millis),
+        ],
+        |row| {
+            Ok(DueCheck {
+                project_id: row.text(0)?,
+                name: row.text(1)?,
+                token: row.text(2)?,
+            })
+        },
+    )
+    .await
 }
 
 /// What a background check found for a name: written if the name is still
