@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use proxydeck::domain::domains::CheckSchedule;
 use proxydeck::domain_checks::DomainOptions;
-use proxydeck::store::operations::domains::DomainLimits;
+use proxydeck::store::operations::domains::{DomainLimits, TakeDueChecks};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -563,4 +563,50 @@ async fn the_generated_client_manages_domains() {
         .into_inner();
     assert_eq!(deleted.deleted, Some(true));
     assert_eq!(deleted.id.as_deref(), Some("client.example.com"));
+}
+
+/// Instances taking the names due at once never take one name twice:
+/// each name is checked by one of them (PostgreSQL runs them side by
+/// side; SQLite one after the other).
+#[tokio::test]
+async fn instances_taking_due_checks_at_once_take_each_name_once() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    // The service's own checks sleep: only the test takes names.
+    let asleep = options_with(&dns, |domains| domains.poll = Duration::from_secs(3600));
+    let (app, _, _) = two_organizations_with(BACKEND, asleep).await;
+    let now = proxydeck::domain::time::Timestamp::now().as_millis();
+    for n in 0..60 {
+        app.data.execute(&format!(
+            "INSERT INTO domains (project_id, name, organization_number, token, verified, ssl,
+                                  created_at, updated_at, version, next_check_at, misses)
+             SELECT id, 'n{n}.example.com', organization_number, 't{n}', {f}, {f}, {now}, {now},
+                    1, {now}, 0
+               FROM projects WHERE id = 'p1'",
+            f = if BACKEND == Backend::Postgres {
+                "FALSE"
+            } else {
+                "0"
+            },
+        ));
+    }
+    let take = || {
+        app.store.run(TakeDueChecks {
+            now: proxydeck::domain::time::Timestamp::now(),
+            limit: 40,
+            lease_millis: 60_000,
+        })
+    };
+    let (first, second) = tokio::join!(take(), take());
+    let (first, second) = (first.unwrap(), second.unwrap());
+    let mut names: Vec<String> = first
+        .iter()
+        .chain(&second)
+        .map(|c| c.name.clone())
+        .collect();
+    let taken = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), taken, "a name taken twice");
+    assert_eq!(taken, 60, "{} + {}", first.len(), second.len());
 }
