@@ -299,6 +299,7 @@ mod tests {
                 ImportRecord::User(u) => serde_json::to_string(u),
                 ImportRecord::Project(p) => serde_json::to_string(p),
                 ImportRecord::ProxySettings(s) => serde_json::to_string(s),
+                ImportRecord::Domain(d) => serde_json::to_string(d),
             }
             .unwrap();
             let parsed =

@@ -5,8 +5,10 @@
 //! record has been missing for the grace period. `ssl_status` says an edge
 //! serves a valid certificate for it, as edges report.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::FieldError;
+use super::host_name::HostName;
 use super::object_tag;
 use super::time::Timestamp;
 
@@ -299,6 +301,64 @@ impl StoredDomain {
                 routes_until,
             },
         }
+    }
+}
+
+/// A domain as the import and export format writes it (`docs/cli.md`):
+/// what a store needs to keep the claim, its token and its statuses, so
+/// that a restore routes what routed. What the checks found last is not
+/// kept: the imported names are checked again at once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DomainLine {
+    #[serde(default)]
+    pub object: DomainTag,
+    pub project_id: String,
+    pub name: String,
+    /// The value its TXT record holds, after `proxydeck-verification=`.
+    /// Absent: a new one (a line from elsewhere); an existing claim keeps
+    /// its own.
+    #[serde(
+        default,
+        rename = "verification_token",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub dns_status: bool,
+    #[serde(default)]
+    pub ssl_status: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<Timestamp>,
+}
+
+/// A token as [`new_token`] makes them: what an imported one must look like.
+pub const TOKEN_RULE: &str = "must be 16 to 64 letters and digits";
+
+impl DomainLine {
+    /// The name in its one form, and the members' rules.
+    pub fn normalize_and_validate(&mut self) -> Result<(), FieldError> {
+        self.name = HostName::parse(&self.name)
+            .map_err(|rule| FieldError::new("name", rule))?
+            .into_string();
+        if !super::ids::is_valid_id(&self.project_id) {
+            return Err(FieldError::new("project_id", super::ids::ID_RULE));
+        }
+        if let Some(token) = &self.token
+            && !((16..=64).contains(&token.len())
+                && token.bytes().all(|b| b.is_ascii_alphanumeric()))
+        {
+            return Err(FieldError::new("verification_token", TOKEN_RULE));
+        }
+        if self.ssl_status && !self.dns_status {
+            return Err(FieldError::new(
+                "ssl_status",
+                "can be true only for a name whose dns_status is true",
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::FieldError;
 use super::directory::{Organization, User};
+use super::domains::DomainLine;
 use super::project::Project;
 use super::proxy_settings::ProxySettings;
 
@@ -25,6 +26,7 @@ pub enum ImportRecord {
     Project(Box<Project>),
     /// `project_id` is always set.
     ProxySettings(ProxySettings),
+    Domain(DomainLine),
 }
 
 /// A record with the number of the line it came from, or the error that
@@ -81,6 +83,14 @@ pub struct ObjectCounts {
     pub users: u64,
     pub projects: u64,
     pub proxy_settings: u64,
+    /// Written only when some were: a file without domains is counted as
+    /// before they existed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub domains: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl ObjectCounts {
@@ -90,6 +100,7 @@ impl ObjectCounts {
             ImportRecord::User(_) => self.users += 1,
             ImportRecord::Project(_) => self.projects += 1,
             ImportRecord::ProxySettings(_) => self.proxy_settings += 1,
+            ImportRecord::Domain(_) => self.domains += 1,
         }
     }
 }
@@ -131,10 +142,15 @@ pub fn parse_line(line: &str) -> Result<ImportRecord, FieldError> {
             settings.validate()?;
             Ok(ImportRecord::ProxySettings(settings))
         }
+        Some("domain") => {
+            let mut domain: DomainLine = typed(line)?;
+            domain.normalize_and_validate()?;
+            Ok(ImportRecord::Domain(domain))
+        }
         Some(other) => Err(FieldError::new(
             "object",
             format!(
-                "unknown kind {other:?}: expected organization, user, project or proxy_settings"
+                "unknown kind {other:?}: expected organization, user, project, proxy_settings or domain"
             ),
         )),
         None => Err(FieldError::new("object", "is required")),

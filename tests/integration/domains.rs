@@ -610,3 +610,82 @@ async fn instances_taking_due_checks_at_once_take_each_name_once() {
     assert_eq!(names.len(), taken, "a name taken twice");
     assert_eq!(taken, 60, "{} + {}", first.len(), second.len());
 }
+
+/// The import format carries domains (docs/cli.md): a restore routes what
+/// routed, the names in their one form, each claim's token kept; the
+/// rules hold (a name in one project of an organization, verified in one
+/// project at most, a project that exists, a certificate only on a name
+/// that routes), each refusal naming its line and field; importing the
+/// same lines again changes nothing; the feed tells the new ones.
+#[tokio::test]
+async fn domains_are_imported_by_their_rules_and_import_twice_changes_nothing() {
+    require!(BACKEND);
+    let dns = DnsServer::start();
+    let asleep = options_with(&dns, |domains| domains.poll = Duration::from_secs(3600));
+    let (app, u1, _) = two_organizations_with(BACKEND, asleep).await;
+    let cursor = poll(&app, &u1, "").await["cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let restored = json!({"object": "domain", "project_id": "p1", "name": "Shop.Example.COM",
+        "verification_token": "0123456789abcdef0123456789abcdef", "dns_status": true, "ssl_status": true,
+        "created_at": "2026-01-02T03:04:05.000Z", "updated_at": "2026-01-03T03:04:05.000Z"});
+    let bare = json!({"object": "domain", "project_id": "p1", "name": "*.example.net"});
+    let counts = app.seed(vec![restored.clone(), bare.clone()]).await;
+    assert_eq!(counts.domains, 2);
+    let (_, shop) = app
+        .get_json(&format!("{}/shop.example.com", domains_path("p1")), &u1)
+        .await;
+    assert_eq!(shop["dns_status"], true, "{shop}");
+    assert_eq!(shop["ssl_status"], true);
+    assert_eq!(shop["created_at"], "2026-01-02T03:04:05.000Z");
+    assert_eq!(
+        shop["verification"]["record"]["value"],
+        "proxydeck-verification=0123456789abcdef0123456789abcdef"
+    );
+    let (_, wildcard) = app
+        .get_json(&format!("{}/*.example.net", domains_path("p1")), &u1)
+        .await;
+    assert_eq!(wildcard["dns_status"], false, "{wildcard}");
+    let changes = poll(&app, &u1, &format!("?after={cursor}")).await;
+    let told: Vec<&str> = changes["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["domain"].as_str().unwrap())
+        .collect();
+    assert_eq!(told, ["shop.example.com", "*.example.net"]);
+    // Again: nothing changes, not even the token a line leaves out.
+    app.seed(vec![restored.clone(), bare]).await;
+    let (_, again) = app
+        .get_json(&format!("{}/*.example.net", domains_path("p1")), &u1)
+        .await;
+    assert_eq!(again, wildcard);
+    let changes = poll(&app, &u1, &format!("?after={cursor}")).await;
+    assert_eq!(changes["data"].as_array().unwrap().len(), 2, "{changes}");
+    // The rules, each named by line and field.
+    app.seed(vec![project("p1b", 1, 1), project("p3b", 3, 1)])
+        .await;
+    let line = |project: &str, name: &str, dns: bool, ssl: bool| {
+        json!({"object": "domain", "project_id": project, "name": name,
+               "dns_status": dns, "ssl_status": ssl})
+    };
+    for (bad, field) in [
+        (line("nowhere", "a.example.com", false, false), "project_id"),
+        (line("p1b", "shop.example.com", false, false), "name"),
+        (line("p3b", "SHOP.example.com", true, false), "dns_status"),
+        (line("p1b", "b.example.com", false, true), "ssl_status"),
+        (line("p1b", "not a name", false, false), "name"),
+    ] {
+        let error = seed(app.store.as_ref(), vec![org(1), bad.clone()])
+            .await
+            .unwrap_err();
+        assert_eq!(error.line, 2, "{bad}: {error}");
+        assert_eq!(error.field.as_deref(), Some(field), "{bad}: {error}");
+    }
+    // Pending in another organization is a claim of its own.
+    let counts = app
+        .seed(vec![line("p3b", "shop.example.com", false, false)])
+        .await;
+    assert_eq!(counts.domains, 1);
+}

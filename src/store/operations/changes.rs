@@ -58,7 +58,8 @@ pub(crate) async fn record(
 }
 
 /// Records `count` changes staged in the table `staged` (columns `n`,
-/// numbered 1 to `count`, `kind`, `project_id`, `revision`, `version`) at
+/// numbered 1 to `count`, `kind`, `project_id`, `revision`, `domain`,
+/// `version`) at
 /// once, in `n` order: a long write (an import) stages its changes as it
 /// goes and takes positions only at its end, so that it holds the other
 /// writes' last step for one statement, not for its whole length.
@@ -76,9 +77,9 @@ pub(crate) async fn record_staged(
         .ok_or_else(missing_state)?;
     let sql = format!(
         "INSERT INTO changes (seq, at, kind, organization_id, organization_number, project_id,
-                              revision, version)
+                              revision, version, domain)
          SELECT ?1 + c.n, ?2, c.kind, p.organization_id, p.organization_number, p.id,
-                c.revision, c.version
+                c.revision, c.version, c.domain
            FROM {staged} c JOIN projects p ON p.id = c.project_id"
     );
     db.execute(

@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 
 use crate::domain::api_token::TokenRecord;
 use crate::domain::directory::{Organization, OrganizationTag, Role, User, UserTag};
+use crate::domain::domains::{DomainLine, DomainTag};
 use crate::domain::import::ObjectCounts;
 use crate::domain::proxy_settings::ProxySettings;
 use crate::store::engine::operation::operation;
@@ -38,13 +39,15 @@ async fn count_objects(db: &mut dyn Db, _: &CountObjects) -> Result<ObjectCounts
                  WHERE p.deleted_at IS NULL",
             )
             .await?,
+            // A deleted project's domains went with it.
+            domains: count(db, "SELECT count(*) FROM domains").await?,
         })
     })
 }
 
 /// The whole store, tokens excepted, as lines of the import format
 /// (without line breaks), from one snapshot: organizations, users,
-/// projects, proxy settings, each in creation order. Sends each line into
+/// projects, proxy settings, domains, each in creation order. Sends each line into
 /// the sender; stops early (without error) when the receiving side is
 /// gone. It blocks while the receiver catches up: it runs on a thread of
 /// its own.
@@ -95,6 +98,28 @@ async fn export(db: &mut dyn Db, Export(lines): &Export) -> Result<ObjectCounts,
                     revision.project_id = Some(row.text(0)?);
                     counts.proxy_settings += 1;
                     Ok(send(to_json(&revision)?))
+                },
+            )
+            .await?;
+        }
+        if open {
+            db.query(
+                "SELECT project_id, name, token, verified, ssl, created_at, updated_at
+                   FROM domains ORDER BY created_at, project_id, name",
+                &[],
+                &mut |row| {
+                    let domain = DomainLine {
+                        object: DomainTag::Tag,
+                        project_id: row.text(0)?,
+                        name: row.text(1)?,
+                        token: Some(row.text(2)?),
+                        dns_status: row.boolean(3)?,
+                        ssl_status: row.boolean(4)?,
+                        created_at: Some(timestamp(row, 5)?),
+                        updated_at: Some(timestamp(row, 6)?),
+                    };
+                    counts.domains += 1;
+                    Ok(send(to_json(&domain)?))
                 },
             )
             .await?;

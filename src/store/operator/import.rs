@@ -10,6 +10,7 @@ use super::admin::{insert_organization, missing_organization, replace_membership
 use crate::domain::FieldError;
 use crate::domain::change::ChangeKind;
 use crate::domain::directory::{Organization, User};
+use crate::domain::domains::{DomainLine, new_token};
 use crate::domain::import::{ImportBatch, ImportError, ImportRecord, ObjectCounts};
 use crate::domain::project::Project;
 use crate::domain::proxy_settings::ProxySettings;
@@ -133,6 +134,7 @@ async fn apply_all(
                 ImportRecord::ProxySettings(settings) => {
                     upsert_proxy_settings(db, &settings, &mut staged).await
                 }
+                ImportRecord::Domain(domain) => upsert_domain(db, &domain, now, &mut staged).await,
             };
             match applied {
                 Ok(()) => {}
@@ -167,7 +169,7 @@ impl StagedChanges {
         db.execute(
             "CREATE TEMP TABLE IF NOT EXISTS import_changes
                  (n BIGINT PRIMARY KEY, kind TEXT NOT NULL, project_id TEXT NOT NULL,
-                  revision BIGINT, version BIGINT NOT NULL)",
+                  revision BIGINT, domain TEXT, version BIGINT NOT NULL)",
             &[],
         )
         .await?;
@@ -180,18 +182,24 @@ impl StagedChanges {
         db: &mut dyn Db,
         kind: ChangeKind,
         project_id: &str,
-        revision: Option<u32>,
+        object: Staged<'_>,
         version: i64,
     ) -> Result<(), StoreError> {
         self.count += 1;
+        let (revision, domain) = match object {
+            Staged::Project => (None, None),
+            Staged::Revision(revision) => (Some(i64::from(revision)), None),
+            Staged::Domain(name) => (None, Some(name)),
+        };
         db.execute(
-            "INSERT INTO import_changes (n, kind, project_id, revision, version)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO import_changes (n, kind, project_id, revision, domain, version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             &[
                 Param::Int(self.count),
                 Param::Text(kind.as_str()),
                 Param::Text(project_id),
-                Param::OptInt(revision.map(i64::from)),
+                Param::OptInt(revision),
+                Param::OptText(domain),
                 Param::Int(version),
             ],
         )
@@ -205,6 +213,145 @@ impl StagedChanges {
         db.execute("DROP TABLE import_changes", &[]).await?;
         Ok(())
     }
+}
+
+/// What a staged change is of, in its project.
+#[derive(Clone, Copy)]
+enum Staged<'a> {
+    Project,
+    Revision(u32),
+    Domain(&'a str),
+}
+
+/// A domain's claim as the line says it: inserted, or the claim of the
+/// same project and name changed when the line changes it (a member the
+/// line leaves out keeps its value). The operator is trusted with
+/// `dns_status`, so that a restore routes what routed, but not past the
+/// rules: a name is in one project of an organization, and verified in
+/// one project at most. Either way its check is due at once.
+async fn upsert_domain(
+    db: &mut dyn Db,
+    line: &DomainLine,
+    now: Timestamp,
+    staged: &mut StagedChanges,
+) -> Result<(), Refusal> {
+    let (project, name) = (Param::Text(&line.project_id), Param::Text(&line.name));
+    let number = query_opt(
+        db,
+        "SELECT organization_number FROM projects WHERE id = ?1 AND deleted_at IS NULL",
+        &[project],
+        |row| row.int(0),
+    )
+    .await?
+    .ok_or_else(|| {
+        Refusal::Rule(FieldError::new(
+            "project_id",
+            format!("no project {} exists", line.project_id),
+        ))
+    })?;
+    let other = query_opt(
+        db,
+        "SELECT project_id FROM domains WHERE organization_number = ?1 AND name = ?2
+            AND project_id <> ?3",
+        &[Param::Int(number), name, project],
+        |row| row.text(0),
+    )
+    .await?;
+    if let Some(other) = other {
+        return Err(Refusal::Rule(FieldError::new(
+            "name",
+            format!("is a domain of project {other} of the same organization"),
+        )));
+    }
+    if line.dns_status {
+        let sql = "SELECT 1 FROM domains WHERE name = ?1 AND verified = ?2 AND project_id <> ?3";
+        if exists(db, sql, &[name, Param::Bool(true), project]).await? {
+            return Err(Refusal::Rule(FieldError::new(
+                "dns_status",
+                "is true for a name verified in another project: a name is verified in one \
+                 organization at most",
+            )));
+        }
+    }
+    let prior = query_opt(
+        db,
+        "SELECT token, verified, ssl, created_at, updated_at, version FROM domains
+          WHERE project_id = ?1 AND name = ?2",
+        &[project, name],
+        |row| {
+            Ok((
+                row.text(0)?,
+                row.boolean(1)?,
+                row.boolean(2)?,
+                row.int(3)?,
+                row.int(4)?,
+                row.int(5)?,
+            ))
+        },
+    )
+    .await?;
+    let millis = |time: Option<Timestamp>, kept: Option<i64>| {
+        time.map(Timestamp::as_millis)
+            .or(kept)
+            .unwrap_or(now.as_millis())
+    };
+    let kept = prior.as_ref();
+    let token = line
+        .token
+        .clone()
+        .or_else(|| kept.map(|prior| prior.0.clone()))
+        .unwrap_or_else(new_token);
+    let created_at = millis(line.created_at, kept.map(|prior| prior.3));
+    let updated_at = millis(line.updated_at, kept.map(|prior| prior.4));
+    let state = (
+        token,
+        line.dns_status,
+        line.ssl_status,
+        created_at,
+        updated_at,
+    );
+    let (kind, version) = match prior {
+        Some((token, verified, ssl, created, updated, version)) => {
+            if (token, verified, ssl, created, updated) == state {
+                return Ok(());
+            }
+            (ChangeKind::DomainUpdated, version + 1)
+        }
+        None => (ChangeKind::DomainCreated, 1),
+    };
+    db.execute(
+        "INSERT INTO domains (project_id, name, organization_number, token, verified, ssl,
+                              created_at, updated_at, version, next_check_at, misses)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0)
+         ON CONFLICT (project_id, name) DO UPDATE
+         SET token = excluded.token, verified = excluded.verified, ssl = excluded.ssl,
+             created_at = excluded.created_at, updated_at = excluded.updated_at,
+             version = excluded.version, next_check_at = excluded.next_check_at,
+             last_result = NULL, missing_since = NULL, misses = 0",
+        &[
+            project,
+            name,
+            Param::Int(number),
+            Param::Text(&state.0),
+            Param::Bool(state.1),
+            Param::Bool(state.2),
+            Param::Int(created_at),
+            Param::Int(updated_at),
+            Param::Int(version),
+            Param::Int(now.as_millis()),
+        ],
+    )
+    .await?;
+    staged
+        .stage(
+            db,
+            kind,
+            &line.project_id,
+            Staged::Domain(&line.name),
+            version,
+        )
+        .await?;
+    Ok(())
 }
 
 /// A new organization gets a slug from its name when the line gives none;
@@ -430,7 +577,8 @@ async fn upsert_project(
         _ => None,
     };
     if let Some((kind, version)) = change {
-        staged.stage(db, kind, &project.id, None, version).await?;
+        let object = Staged::Project;
+        staged.stage(db, kind, &project.id, object, version).await?;
     }
     Ok(())
 }
@@ -552,7 +700,7 @@ async fn upsert_proxy_settings(
         Some(_) => None,
     };
     if let Some((kind, version)) = change {
-        let revision = Some(settings.revision);
+        let revision = Staged::Revision(settings.revision);
         staged
             .stage(db, kind, project_id, revision, version)
             .await?;

@@ -251,6 +251,19 @@ pub(crate) fn rich_data() -> RichData {
     ] {
         lines.push(rich_settings(project, revision, active));
     }
+    // Domains (docs/domains.md): a verified one with its certificate, a
+    // pending wildcard without a token (a new one is made), one that goes
+    // with its deleted project. Exported last, in creation order.
+    lines.extend([
+        json!({"object": "domain", "project_id": "proj-01", "name": "Shop.Example.COM",
+               "verification_token": "0123456789abcdef0123456789abcdef",
+               "dns_status": true, "ssl_status": true,
+               "created_at": plus_two("2026-02-01T00:00:00.000Z"),
+               "updated_at": "2026-02-02T00:00:00Z"}),
+        json!({"object": "domain", "project_id": "proj-02", "name": "*.wild.example",
+               "created_at": "2026-01-31T00:00:00Z"}),
+        json!({"object": "domain", "project_id": "doomed", "name": "doomed.example"}),
+    ]);
     RichData {
         lines,
         projects,
@@ -298,6 +311,7 @@ fn assert_export_order(lines: &[Value]) {
         "user" => 1,
         "project" => 2,
         "proxy_settings" => 3,
+        "domain" => 4,
         other => panic!("unexpected kind {other}"),
     };
     let kinds: Vec<u8> = lines

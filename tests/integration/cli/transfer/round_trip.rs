@@ -12,7 +12,7 @@ async fn export_import_export_gives_identical_bytes_with_every_optional_field() 
     let after_import = Timestamp::now();
     assert_eq!(
         imported,
-        json!({"organizations": 5, "users": 5, "projects": 43, "proxy_settings": 13})
+        json!({"organizations": 5, "users": 5, "projects": 43, "proxy_settings": 13, "domains": 3})
     );
 
     // Tokens exist in the store, one of them revoked; none is exported.
@@ -42,11 +42,11 @@ async fn export_import_export_gives_identical_bytes_with_every_optional_field() 
     let counts = export_to(&a, &file1);
     assert_eq!(
         counts,
-        json!({"organizations": 5, "users": 5, "projects": 42, "proxy_settings": 11})
+        json!({"organizations": 5, "users": 5, "projects": 42, "proxy_settings": 11, "domains": 2})
     );
     let text1 = read(&file1);
     let lines = parse_export(&text1);
-    assert_eq!(lines.len(), 5 + 5 + 42 + 11);
+    assert_eq!(lines.len(), 5 + 5 + 42 + 11 + 2);
     assert_export_order(&lines);
 
     // Nothing of the tokens, nothing of the deleted project.
@@ -62,6 +62,8 @@ async fn export_import_export_gives_identical_bytes_with_every_optional_field() 
         assert!(!text1.contains(needle), "the export holds {needle:?}");
     }
     for line in &lines {
+        // A domain's `verification_token` is its TXT record's value, not
+        // a secret: it is exported (docs/cli.md).
         for field in ["token", "hint", "digest", "revoked_at", "deleted_at"] {
             assert!(line.get(field).is_none(), "{field} in {line}");
         }
@@ -193,6 +195,23 @@ async fn export_import_export_gives_identical_bytes_with_every_optional_field() 
         .map(|s| s["revision"].as_u64().unwrap())
         .collect();
     assert_eq!(proj_03, [1, 2, 9, 10]);
+
+    // Domains: in their one form, in creation order, times in UTC; the
+    // token kept, or made for the line without one; the deleted
+    // project's gone with it.
+    let domains = of_kind(&lines, "domain");
+    assert_eq!(
+        domains[1],
+        &json!({"object": "domain", "project_id": "proj-01", "name": "shop.example.com",
+                "verification_token": "0123456789abcdef0123456789abcdef",
+                "dns_status": true, "ssl_status": true,
+                "created_at": "2026-02-01T00:00:00.000Z",
+                "updated_at": "2026-02-02T00:00:00.000Z"})
+    );
+    assert_eq!(domains[0]["name"], "*.wild.example");
+    assert_eq!(domains[0]["dns_status"], false);
+    let made = domains[0]["verification_token"].as_str().unwrap();
+    assert_eq!(made.len(), 32, "{made}");
 
     // Export to stdout: the same bytes.
     let out = a.run(&["admin", "export", "--quiet"]);
