@@ -1,5 +1,6 @@
 //! What the API's listings share (`projects list`, `tokens list`,
-//! `proxy-settings list` and every page of `proxy-settings edges`): read
+//! `proxy-settings list`, every page of `proxy-settings edges` and of
+//! `domains list`): read
 //! from a running proxydeck over HTTP and shown as a table, JSON or
 //! NDJSON; one page, or every page with `--all`. Objects are printed
 //! exactly as the server sent them, unless `--json FIELDS` or `--jq` asks
@@ -14,7 +15,8 @@ use serde_json::value::RawValue;
 use time::OffsetDateTime;
 
 use super::connection::{self, Connection};
-use super::http::{ApiClient, Request};
+use super::http::{ApiClient, Request, v1};
+use super::names::{PROJECT_HELP, resolve_project};
 use crate::domain::pagination::MAX_LIMIT;
 use crate::output::json::{Jq, Json, Style, schema_fields, write_json_line};
 use crate::output::printable;
@@ -140,9 +142,7 @@ impl Shape {
             None if !json && std::io::stdout().is_terminal() => Ok(Printing::Table),
             None => {
                 let fields = match self.json.as_deref() {
-                    Some(given) => {
-                        Json::fields(given, &schema_fields(kind.schema)?, kind.plural)?
-                    }
+                    Some(given) => Json::fields(given, &schema_fields(kind.schema)?, kind.plural)?,
                     None => None,
                 };
                 Ok(Printing::Json(Json {
@@ -162,6 +162,39 @@ impl ListingArgs {
         let printing = self.shape.printing(kind)?;
         let client = ApiClient::new(&connection::resolve(&self.connection)?)?;
         Ok((client, printing, self.paging))
+    }
+}
+
+/// A listing of one project's every item (`proxy-settings edges`,
+/// `domains list`): all its pages, printed as the other listings are.
+#[derive(Args)]
+pub struct ProjectListing {
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
+    #[command(flatten)]
+    shape: Shape,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+impl ProjectListing {
+    /// Prints every page of the project's `resource`
+    /// (`/v1/projects/{id}/RESOURCE`) as `kind` says, a table under
+    /// `heading`'s line when one is given.
+    pub async fn print_all(
+        self,
+        kind: ListKind,
+        resource: &str,
+        heading: Option<fn(&[Value]) -> String>,
+    ) -> anyhow::Result<()> {
+        let printing = self.shape.printing(kind)?;
+        let client = ApiClient::new(&connection::resolve(&self.connection)?)?;
+        let id = resolve_project(&client, &self.project).await?;
+        let printer = Printer {
+            heading,
+            ..Printer::new(printing, kind)
+        };
+        list_all(&client, &v1(&["projects", &id, resource]), printer).await
     }
 }
 
@@ -229,7 +262,8 @@ pub async fn list(
 pub struct Printer {
     printing: Printing,
     kind: ListKind,
-    /// A line above the table, made from the items.
+    /// A line above the table, made from the items; the table starts
+    /// with it even when it has no rows.
     heading: Option<fn(&[Value]) -> String>,
     items: Vec<Box<RawValue>>,
 }
@@ -241,14 +275,6 @@ impl Printer {
             kind,
             heading: None,
             items: Vec::new(),
-        }
-    }
-
-    /// The table starts with `heading`'s line, even when it has no rows.
-    pub fn with_heading(self, heading: fn(&[Value]) -> String) -> Self {
-        Self {
-            heading: Some(heading),
-            ..self
         }
     }
 

@@ -12,9 +12,9 @@ use time::format_description::well_known::Rfc3339;
 use crate::client::connection::Connection;
 use crate::client::http::{Request, v1};
 use crate::client::listing::{ListKind, ListingArgs, Printer, list};
-use crate::output::table::{self, Column};
 use crate::client::object::{DELETED, Deletion, ObjectKind, ObjectShape, Session};
 use crate::output::duration::parse_duration;
+use crate::output::table::{self, Column};
 
 #[derive(Subcommand)]
 pub enum TokensCommand {

@@ -12,10 +12,10 @@ use serde_json::Value;
 
 use reqwest::Method;
 
-use crate::client::connection::{self, Connection};
-use crate::client::http::{ApiClient, Request, v1};
-use crate::client::listing::{ListKind, Printer, Shape, list_all};
-use crate::client::names::{PROJECT_HELP, resolve_project};
+use crate::client::connection::Connection;
+use crate::client::http::{Request, v1};
+use crate::client::listing::{ListKind, ProjectListing};
+use crate::client::names::PROJECT_HELP;
 use crate::client::object::{DELETED, ObjectShape, Session, confirm};
 use crate::output::table::{self, Column};
 
@@ -43,22 +43,8 @@ const LISTING: ListKind = ListKind {
     names_organizations: false,
 };
 
-#[derive(Args)]
-pub struct EdgesArgs {
-    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
-    project: String,
-    #[command(flatten)]
-    shape: Shape,
-    #[command(flatten)]
-    connection: Connection,
-}
-
-pub async fn edges(args: EdgesArgs) -> anyhow::Result<()> {
-    let printing = args.shape.printing(LISTING)?;
-    let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
-    let id = resolve_project(&client, &args.project).await?;
-    let printer = Printer::new(printing, LISTING).with_heading(summary);
-    list_all(&client, &v1(&["projects", &id, "edges"]), printer).await
+pub async fn edges(args: ProjectListing) -> anyhow::Result<()> {
+    args.print_all(LISTING, "edges", Some(summary)).await
 }
 
 #[derive(Args)]

@@ -11,13 +11,13 @@ use serde_json::json;
 use crate::client::connection::{self, Connection};
 use crate::client::http::{ApiClient, Request, v1};
 use crate::client::listing::{ListKind, ListingArgs, Printer, list as list_pages};
-use crate::output::table::{self, Column};
 use crate::client::names::{PROJECT_HELP, resolve_project};
 use crate::client::object::{
     ObjectKind, ObjectShape, Precondition, Session, create as create_request, read_object,
 };
 use crate::client::revision_read::{Project, fetch};
 use crate::output::json::{Jq, Style, print_document};
+use crate::output::table::{self, Column};
 
 /// How one document is shown: `--json`, `--jq`.
 #[derive(Args)]
