@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
 
 use super::admin;
-use crate::client::commands::{login, projects, proxy_settings, tokens};
+use crate::client::commands::{domains, login, projects, proxy_settings, tokens};
 use crate::follow::{self, FollowArgs};
 use crate::output::duration::parse_duration;
 use crate::rate_limit;
@@ -122,6 +122,12 @@ pub enum Command {
     ProxySettings {
         #[command(subcommand)]
         command: proxy_settings::ProxySettingsCommand,
+    },
+    /// List, add, verify (by DNS) and remove a project's custom domains on
+    /// a running proxydeck.
+    Domains {
+        #[command(subcommand)]
+        command: domains::DomainsCommand,
     },
     /// Keep a folder in step with a project's (or an organization's
     /// projects') configuration through the change feed, running a command

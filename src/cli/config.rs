@@ -225,10 +225,11 @@ fn without_empty_environment(command: Command) -> Command {
 
 /// The commands of the terminal client, which talk to a running proxydeck
 /// over HTTP.
-pub(super) const CLIENT_COMMANDS: [&str; 7] = [
+pub(super) const CLIENT_COMMANDS: [&str; 8] = [
     "projects",
     "tokens",
     "proxy-settings",
+    "domains",
     "follow",
     "login",
     "logout",

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::app::{Listeners, Service, shutdown_signal};
-use crate::client::commands::{login, projects, proxy_settings, tokens};
+use crate::client::commands::{domains, login, projects, proxy_settings, tokens};
 use crate::follow;
 use crate::output::{BadSetting, Output};
 use crate::store::{self, StoreOptions};
@@ -29,8 +29,8 @@ use serve::database_settings;
 
 /// Runs the command line; the exit status is 0 on success, 2 with a
 /// one-line error on stderr for a bad command line or configuration file,
-/// 3 when `follow --once`'s `--exec` failed, 1 with a one-line error for
-/// any other failure.
+/// 3 when `follow --once`'s `--exec` failed, 4 when `domains verify` found
+/// the domain not verified, 1 with a one-line error for any other failure.
 pub fn main() -> ExitCode {
     let argv: Vec<_> = std::env::args_os().collect();
     let Parsed { cli, effective } = match config::parse(&argv) {
@@ -104,6 +104,8 @@ fn fail(error: &anyhow::Error) -> ExitCode {
         ExitCode::from(2)
     } else if error.is::<follow::ExecFailed>() {
         ExitCode::from(3)
+    } else if error.is::<domains::NotVerified>() {
+        ExitCode::from(4)
     } else {
         ExitCode::FAILURE
     }
@@ -203,6 +205,7 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
         Command::Projects { command } => projects::run(command).await,
         Command::Tokens { command } => tokens::run(command).await,
         Command::ProxySettings { command } => proxy_settings::run(command).await,
+        Command::Domains { command } => domains::run(command).await,
         Command::Follow(args) => follow::follow(args).await,
         Command::Login(args) => login::login(args, &out).await,
         Command::Logout(args) => login::logout(args, &out),

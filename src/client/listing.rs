@@ -1,5 +1,6 @@
 //! What the API's listings share (`projects list`, `tokens list`,
-//! `proxy-settings list` and every page of `proxy-settings edges`): read
+//! `proxy-settings list`, every page of `proxy-settings edges` and of
+//! `domains list`): read
 //! from a running proxydeck over HTTP and shown as a table, JSON or
 //! NDJSON; one page, or every page with `--all`. Objects are printed
 //! exactly as the server sent them, unless `--json FIELDS` or `--jq` asks
@@ -12,10 +13,10 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use super::connection::{self, Connection};
-use super::http::{ApiClient, Request};
+use super::http::{ApiClient, Request, v1};
+use super::names::{PROJECT_HELP, resolve_project};
 use crate::domain::pagination::MAX_LIMIT;
 use crate::output::json::{Jq, Json, Style, schema_fields, write_json_line};
 use crate::output::printable;
@@ -82,128 +83,31 @@ pub struct ListingArgs {
     connection: Connection,
 }
 
-/// What differs between the listings.
+/// What differs between the listings: each command group declares its
+/// own beside its commands (`projects::LISTING`, `domains::LISTING`...),
+/// so that a new listing adds a value there and nothing here.
 #[derive(Clone, Copy)]
-pub enum ListKind {
-    Projects,
-    Tokens,
-    ProxySettings,
-    Edges,
-}
-
-impl ListKind {
+pub struct ListKind {
     /// The columns of the table; when the terminal is narrow the ranked
     /// ones go, lowest first.
-    fn columns(self) -> &'static [Column] {
-        // The organization by name (`organization_names`), not its id.
-        const PROJECTS: [Column; 5] = [
-            Column::kept("ID"),
-            Column::cut("SLUG", 20),
-            Column::dropped("TYPE", 1),
-            Column::dropped("ORGANIZATION", 3),
-            Column::dropped("CREATED (UTC)", 2),
-        ];
-        const TOKENS: [Column; 6] = [
-            Column::kept("ID"),
-            Column::cut("NAME", 20),
-            Column::dropped("TOKEN", 2),
-            Column::dropped("LAST USED (UTC)", 3),
-            Column::dropped("EXPIRES (UTC)", 4),
-            Column::dropped("CREATED (UTC)", 1),
-        ];
-        const PROXY_SETTINGS: [Column; 5] = [
-            Column::kept("REVISION"),
-            Column::kept("ACTIVE"),
-            Column::dropped("BACKENDS", 2),
-            Column::dropped("ROUTES", 1),
-            Column::cut("DESCRIPTION", 20),
-        ];
-        const EDGES: [Column; 5] = [
-            Column::kept("EDGE"),
-            Column::kept("REVISION"),
-            Column::kept("STATUS"),
-            Column::dropped("REPORTED (UTC)", 2),
-            Column::dropped("STALE", 1),
-        ];
-        match self {
-            Self::Projects => &PROJECTS,
-            Self::Tokens => &TOKENS,
-            Self::ProxySettings => &PROXY_SETTINGS,
-            Self::Edges => &EDGES,
-        }
-    }
-
-    fn row(self, item: &Value, now: OffsetDateTime, names: &OrganizationNames) -> Vec<String> {
-        let cell = |field: &str| table::cell(&item[field]);
-        let created = || table::when(&item["created_at"], "-");
-        match self {
-            Self::Projects => {
-                let organization = cell("organization_id");
-                vec![
-                    cell("id"),
-                    cell("slug"),
-                    cell("type"),
-                    names.get(&organization).cloned().unwrap_or(organization),
-                    created(),
-                ]
-            }
-            Self::Tokens => {
-                let expired = item["expires_at"]
-                    .as_str()
-                    .and_then(|text| OffsetDateTime::parse(text, &Rfc3339).ok())
-                    .is_some_and(|at| at <= now);
-                let mut expires = table::when(&item["expires_at"], "never");
-                if expired {
-                    expires.push_str(" (expired)");
-                }
-                vec![
-                    cell("id"),
-                    cell("name"),
-                    cell("token"),
-                    table::when(&item["last_used_at"], "never"),
-                    expires,
-                    created(),
-                ]
-            }
-            Self::ProxySettings => {
-                let count = |field: &str| item[field].as_array().map_or(0, Vec::len).to_string();
-                vec![
-                    cell("revision"),
-                    cell("is_active"),
-                    count("backends"),
-                    count("routes"),
-                    cell("description"),
-                ]
-            }
-            Self::Edges => vec![
-                cell("name"),
-                cell("revision"),
-                cell("status"),
-                table::when(&item["reported_at"], "-"),
-                if item["stale"] == true { "yes" } else { "no" }.to_owned(),
-            ],
-        }
-    }
-
+    pub columns: &'static [Column],
+    /// One item's cells, in the columns' order.
+    pub row: fn(&Value, &RowContext) -> Vec<String>,
     /// The OpenAPI schema of the items, whose members `--json` may name.
-    fn schema(self) -> &'static str {
-        match self {
-            Self::Projects => "Project",
-            Self::Tokens => "ApiToken",
-            Self::ProxySettings => "ProxySettings",
-            Self::Edges => "Edge",
-        }
-    }
-
+    pub schema: &'static str,
     /// The items, in words.
-    fn plural(self) -> &'static str {
-        match self {
-            Self::Projects => "projects",
-            Self::Tokens => "API tokens",
-            Self::ProxySettings => "proxy settings revisions",
-            Self::Edges => "edges",
-        }
-    }
+    pub plural: &'static str,
+    /// The items name an organization (`organization_id`), which the
+    /// table shows by its name: one more request per organization.
+    pub names_organizations: bool,
+}
+
+/// What a row may show besides its item.
+pub struct RowContext {
+    /// The time the table is printed (what has expired, how long ago).
+    pub now: OffsetDateTime,
+    /// The organizations' names by id, when the kind names organizations.
+    pub organizations: OrganizationNames,
 }
 
 /// How the items are printed.
@@ -238,9 +142,7 @@ impl Shape {
             None if !json && std::io::stdout().is_terminal() => Ok(Printing::Table),
             None => {
                 let fields = match self.json.as_deref() {
-                    Some(given) => {
-                        Json::fields(given, &schema_fields(kind.schema())?, kind.plural())?
-                    }
+                    Some(given) => Json::fields(given, &schema_fields(kind.schema)?, kind.plural)?,
                     None => None,
                 };
                 Ok(Printing::Json(Json {
@@ -260,6 +162,39 @@ impl ListingArgs {
         let printing = self.shape.printing(kind)?;
         let client = ApiClient::new(&connection::resolve(&self.connection)?)?;
         Ok((client, printing, self.paging))
+    }
+}
+
+/// A listing of one project's every item (`proxy-settings edges`,
+/// `domains list`): all its pages, printed as the other listings are.
+#[derive(Args)]
+pub struct ProjectListing {
+    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
+    project: String,
+    #[command(flatten)]
+    shape: Shape,
+    #[command(flatten)]
+    connection: Connection,
+}
+
+impl ProjectListing {
+    /// Prints every page of the project's `resource`
+    /// (`/v1/projects/{id}/RESOURCE`) as `kind` says, a table under
+    /// `heading`'s line when one is given.
+    pub async fn print_all(
+        self,
+        kind: ListKind,
+        resource: &str,
+        heading: Option<fn(&[Value]) -> String>,
+    ) -> anyhow::Result<()> {
+        let printing = self.shape.printing(kind)?;
+        let client = ApiClient::new(&connection::resolve(&self.connection)?)?;
+        let id = resolve_project(&client, &self.project).await?;
+        let printer = Printer {
+            heading,
+            ..Printer::new(printing, kind)
+        };
+        list_all(&client, &v1(&["projects", &id, resource]), printer).await
     }
 }
 
@@ -327,7 +262,8 @@ pub async fn list(
 pub struct Printer {
     printing: Printing,
     kind: ListKind,
-    /// A line above the table, made from the items.
+    /// A line above the table, made from the items; the table starts
+    /// with it even when it has no rows.
     heading: Option<fn(&[Value]) -> String>,
     items: Vec<Box<RawValue>>,
 }
@@ -339,14 +275,6 @@ impl Printer {
             kind,
             heading: None,
             items: Vec::new(),
-        }
-    }
-
-    /// The table starts with `heading`'s line, even when it has no rows.
-    pub fn with_heading(self, heading: fn(&[Value]) -> String) -> Self {
-        Self {
-            heading: Some(heading),
-            ..self
         }
     }
 
@@ -373,9 +301,13 @@ impl Printer {
                 .collect::<Result<Vec<_>, _>>()?,
             _ => Vec::new(),
         };
-        let names = match self.kind {
-            ListKind::Projects => organization_names(client, &objects).await,
-            _ => OrganizationNames::new(),
+        let context = RowContext {
+            now: OffsetDateTime::now_utc(),
+            organizations: if self.kind.names_organizations {
+                organization_names(client, &objects).await
+            } else {
+                OrganizationNames::new()
+            },
         };
         let mut stdout = std::io::stdout().lock();
         if let (Printing::Table, Some(heading)) = (&self.printing, self.heading) {
@@ -384,15 +316,14 @@ impl Printer {
         match &self.printing {
             Printing::Table if self.items.is_empty() && self.heading.is_some() => {}
             Printing::Table if self.items.is_empty() => {
-                eprintln!("no {}", self.kind.plural());
+                eprintln!("no {}", self.kind.plural);
             }
             Printing::Table => {
-                let now = OffsetDateTime::now_utc();
                 let rows: Vec<_> = objects
                     .iter()
-                    .map(|object| self.kind.row(object, now, &names))
+                    .map(|object| (self.kind.row)(object, &context))
                     .collect();
-                let text = table::fit(self.kind.columns(), rows, table::stdout_width());
+                let text = table::fit(self.kind.columns, rows, table::stdout_width());
                 writeln!(stdout, "{text}")?;
             }
             Printing::Json(json) => json.write(&self.items, &mut stdout)?,
@@ -404,7 +335,7 @@ impl Printer {
 }
 
 /// Organization names by id.
-type OrganizationNames = std::collections::HashMap<String, String>;
+pub type OrganizationNames = std::collections::HashMap<String, String>;
 
 /// The names of the organizations of `projects`: one request per distinct
 /// organization (a few at a time), so a table costs at most one request

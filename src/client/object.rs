@@ -18,6 +18,7 @@ use super::http::{Answer, ApiClient, Request};
 use super::names::resolve_project;
 use crate::output::json::{Jq, Json, Style, schema_fields};
 use crate::output::printable;
+use crate::output::table;
 
 /// How the answered object is shown.
 #[derive(Args)]
@@ -59,56 +60,34 @@ pub struct Deletion {
     pub connection: Connection,
 }
 
-/// What the command answers with.
+/// What the command answers with: each command group declares its own
+/// beside its commands (`projects::PROJECT`...); a deletion's answer is
+/// [`DELETED`]'s, whatever it deleted.
 #[derive(Clone, Copy)]
-pub enum ObjectKind {
-    Project,
-    ApiToken,
-    ProxySettings,
-    Deleted,
-}
-
-impl ObjectKind {
+pub struct ObjectKind {
     /// The OpenAPI schema whose members `--json` may name.
-    fn schema(self) -> &'static str {
-        match self {
-            Self::Project => "Project",
-            Self::ApiToken => "ApiToken",
-            Self::ProxySettings => "ProxySettings",
-            Self::Deleted => "DeletedProject",
-        }
-    }
-
-    /// What `object` is, for people.
-    fn title(self, object: &Value) -> String {
-        let id = shown(&object["id"]);
-        match self {
-            Self::Project => format!("project {id}"),
-            Self::ApiToken => format!("API token {id}"),
-            // A revision does not name its project.
-            Self::ProxySettings => format!("revision {}", shown(&object["revision"])),
-            Self::Deleted => {
-                let what = match object["object"].as_str() {
-                    Some("api_token") => "API token",
-                    // An edge's report is named by the edge's name.
-                    Some("edge") => return format!("edge {}", shown(&object["name"])),
-                    Some(other) => other,
-                    None => "object",
-                };
-                format!("{what} {id}")
-            }
-        }
-    }
-
-    fn plural(self) -> &'static str {
-        match self {
-            Self::Project => "projects",
-            Self::ApiToken => "API tokens",
-            Self::ProxySettings => "proxy settings revisions",
-            Self::Deleted => "deletions",
-        }
-    }
+    pub schema: &'static str,
+    /// What the objects are, for `--json`'s errors.
+    pub plural: &'static str,
+    /// What one object is, for people ("project p1").
+    pub title: fn(&Value) -> String,
 }
+
+/// A deletion's answer (`{"object": KIND, "id": ..., "deleted": true}`).
+pub const DELETED: ObjectKind = ObjectKind {
+    schema: "DeletedProject",
+    plural: "deletions",
+    title: |deleted| {
+        let what = match deleted["object"].as_str() {
+            Some("api_token") => "API token",
+            // An edge's report is named by the edge's name.
+            Some("edge") => return format!("edge {}", table::cell(&deleted["name"])),
+            Some(other) => other,
+            None => "object",
+        };
+        format!("{what} {}", table::cell(&deleted["id"]))
+    },
+};
 
 /// How the object will be printed, settled before anything is sent.
 enum Printing {
@@ -122,7 +101,7 @@ impl ObjectShape {
             return Ok(Printing::Text);
         }
         let fields = match self.json.as_deref() {
-            Some(given) => Json::fields(given, &schema_fields(kind.schema())?, kind.plural())?,
+            Some(given) => Json::fields(given, &schema_fields(kind.schema)?, kind.plural)?,
             None => None,
         };
         Ok(Printing::Json(Json {
@@ -164,18 +143,31 @@ impl Session {
     }
 
     /// Sends `request` and prints the answer; on a terminal the text
-    /// starts with `done` and what the object is.
+    /// starts with `done` and what the object is, then its members.
     pub async fn exchange(self, request: Request<'_>, done: &str) -> anyhow::Result<()> {
+        let title = self.kind.title;
+        self.exchange_told(request, |object, etag| {
+            let title = format!("{done} {}", printable(&title(object)));
+            format!("{}\n{}", title.trim_start(), text(object, etag))
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Sends `request` and prints the answer: on a terminal the text
+    /// `tell` makes of the object and its ETag (the caller makes it
+    /// [`printable`]), else the JSON the shape asks for. Answers the object.
+    pub async fn exchange_told(
+        self,
+        request: Request<'_>,
+        tell: impl FnOnce(&Value, Option<&str>) -> String,
+    ) -> anyhow::Result<Value> {
         let Answer { body, etag } = self.client.send(request).await?;
         let object: Value =
             serde_json::from_slice(&body).context("the server's answer is not a JSON object")?;
         let mut stdout = std::io::stdout().lock();
         match self.printing {
-            Printing::Text => {
-                let title = format!("{done} {}", printable(&self.kind.title(&object)));
-                writeln!(stdout, "{}", title.trim_start())?;
-                write!(stdout, "{}", text(&object, etag.as_deref()))?;
-            }
+            Printing::Text => write!(stdout, "{}", tell(&object, etag.as_deref()))?,
             Printing::Json(json) => {
                 let text =
                     std::str::from_utf8(&body).context("the server's answer is not UTF-8")?;
@@ -188,7 +180,7 @@ impl Session {
         {
             eprintln!("{}", printable(etag));
         }
-        Ok(())
+        Ok(object)
     }
 }
 
@@ -299,13 +291,6 @@ pub fn confirm(action: &str) -> anyhow::Result<()> {
     match answer.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => Ok(()),
         _ => Err(anyhow!("not confirmed: nothing was deleted")),
-    }
-}
-
-fn shown(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
     }
 }
 

@@ -2,8 +2,8 @@
 //! HTTP: one file (or folder) per command group, as gh keeps
 //! `pkg/cmd/<command>/`, each with its arguments, its help and what it
 //! runs: `proxydeck projects ...` is [`projects`], `proxydeck
-//! proxy-settings ...` is [`proxy_settings`], `login`, `logout` and
-//! `auth` are [`login`]. They stand on what the client shares: its HTTP
+//! proxy-settings ...` is [`proxy_settings`], `proxydeck domains ...` is
+//! [`domains`], `login`, `logout` and `auth` are [`login`]. They stand on what the client shares: its HTTP
 //! calls (`client::http`), the listings (`client::listing`), the
 //! single-object exchanges (`client::object`), and how a project is
 //! named (`client::names`: its id, `ORG/SLUG` or a slug of its own).
@@ -17,6 +17,7 @@ macro_rules! retried_create_note {
     };
 }
 
+pub mod domains;
 pub mod login;
 pub mod projects;
 pub mod proxy_settings;

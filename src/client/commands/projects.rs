@@ -12,8 +12,10 @@ use crate::client::http::{Request, v1};
 use crate::client::listing::{ListKind, ListingArgs, Printer, list};
 use crate::client::names::{PROJECT_HELP, resolve_organization};
 use crate::client::object::{
-    Deletion, ObjectKind, ObjectShape, Precondition, Session, create, read_object, with_flags,
+    DELETED, Deletion, ObjectKind, ObjectShape, Precondition, Session, create, read_object,
+    with_flags,
 };
+use crate::output::table::{self, Column};
 
 #[derive(Subcommand)]
 pub enum ProjectsCommand {
@@ -54,6 +56,41 @@ pub async fn run(command: ProjectsCommand) -> anyhow::Result<()> {
     }
 }
 
+/// The projects' table: the organization by name, not its id.
+const LISTING: ListKind = ListKind {
+    columns: &[
+        Column::kept("ID"),
+        Column::cut("SLUG", 20),
+        Column::dropped("TYPE", 1),
+        Column::dropped("ORGANIZATION", 3),
+        Column::dropped("CREATED (UTC)", 2),
+    ],
+    row: |project, context| {
+        let cell = |field: &str| table::cell(&project[field]);
+        let organization = cell("organization_id");
+        vec![
+            cell("id"),
+            cell("slug"),
+            cell("type"),
+            context
+                .organizations
+                .get(&organization)
+                .cloned()
+                .unwrap_or(organization),
+            table::when(&project["created_at"], "-"),
+        ]
+    },
+    schema: "Project",
+    plural: "projects",
+    names_organizations: true,
+};
+
+const PROJECT: ObjectKind = ObjectKind {
+    schema: "Project",
+    plural: "projects",
+    title: |project| format!("project {}", table::cell(&project["id"])),
+};
+
 #[derive(Args)]
 pub struct List {
     /// Only this organization's projects.
@@ -66,9 +103,9 @@ pub struct List {
 /// `projects list`.
 async fn list_projects(args: List) -> anyhow::Result<()> {
     let filter = args.organization_id.map(|id| ("organization_id", id));
-    let (client, printing, paging) = args.listing.open(ListKind::Projects)?;
+    let (client, printing, paging) = args.listing.open(LISTING)?;
     let segments = v1(&["projects"]);
-    let printer = Printer::new(printing, ListKind::Projects);
+    let printer = Printer::new(printing, LISTING);
     list(&client, &segments, filter, paging, printer).await
 }
 
@@ -146,7 +183,7 @@ pub struct Delete {
 
 async fn create_project(args: Create) -> anyhow::Result<()> {
     let mut members = args.members.body(None)?;
-    let session = Session::open(&args.connection, &args.shape, ObjectKind::Project)?;
+    let session = Session::open(&args.connection, &args.shape, PROJECT)?;
     if let Some(given) = &args.organization {
         let id = resolve_organization(&session.client, given).await?;
         members.insert("organization_id".to_owned(), Value::String(id));
@@ -156,7 +193,7 @@ async fn create_project(args: Create) -> anyhow::Result<()> {
 }
 
 async fn get(args: Get) -> anyhow::Result<()> {
-    let session = Session::open(&args.connection, &args.shape, ObjectKind::Project)?;
+    let session = Session::open(&args.connection, &args.shape, PROJECT)?;
     let id = session.project(&args.project).await?;
     let path = v1(&["projects", &id]);
     session.exchange(Request::new(Method::GET, &path), "").await
@@ -167,7 +204,7 @@ async fn update(args: Update) -> anyhow::Result<()> {
     if members.is_empty() {
         bail!("nothing to change: give --slug, --description or --file");
     }
-    let session = Session::open(&args.connection, &args.shape, ObjectKind::Project)?;
+    let session = Session::open(&args.connection, &args.shape, PROJECT)?;
     let id = session.project(&args.project).await?;
     let path = v1(&["projects", &id]);
     let request = Request::new(Method::POST, &path)
@@ -179,7 +216,7 @@ async fn update(args: Update) -> anyhow::Result<()> {
 async fn delete(args: Delete) -> anyhow::Result<()> {
     let deletion = args.deletion;
     deletion.confirm(&format!("delete project {}", args.project))?;
-    let session = Session::open(&deletion.connection, &deletion.shape, ObjectKind::Deleted)?;
+    let session = Session::open(&deletion.connection, &deletion.shape, DELETED)?;
     let id = session.project(&args.project).await?;
     deletion.send(session, &v1(&["projects", &id])).await
 }

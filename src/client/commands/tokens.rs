@@ -12,8 +12,9 @@ use time::format_description::well_known::Rfc3339;
 use crate::client::connection::Connection;
 use crate::client::http::{Request, v1};
 use crate::client::listing::{ListKind, ListingArgs, Printer, list};
-use crate::client::object::{Deletion, ObjectKind, ObjectShape, Session};
+use crate::client::object::{DELETED, Deletion, ObjectKind, ObjectShape, Session};
 use crate::output::duration::parse_duration;
+use crate::output::table::{self, Column};
 
 #[derive(Subcommand)]
 pub enum TokensCommand {
@@ -43,6 +44,46 @@ pub async fn run(command: TokensCommand) -> anyhow::Result<()> {
     }
 }
 
+/// The tokens' table: an expired token says so.
+const LISTING: ListKind = ListKind {
+    columns: &[
+        Column::kept("ID"),
+        Column::cut("NAME", 20),
+        Column::dropped("TOKEN", 2),
+        Column::dropped("LAST USED (UTC)", 3),
+        Column::dropped("EXPIRES (UTC)", 4),
+        Column::dropped("CREATED (UTC)", 1),
+    ],
+    row: |token, context| {
+        let cell = |field: &str| table::cell(&token[field]);
+        let expired = token["expires_at"]
+            .as_str()
+            .and_then(|text| OffsetDateTime::parse(text, &Rfc3339).ok())
+            .is_some_and(|at| at <= context.now);
+        let mut expires = table::when(&token["expires_at"], "never");
+        if expired {
+            expires.push_str(" (expired)");
+        }
+        vec![
+            cell("id"),
+            cell("name"),
+            cell("token"),
+            table::when(&token["last_used_at"], "never"),
+            expires,
+            table::when(&token["created_at"], "-"),
+        ]
+    },
+    schema: "ApiToken",
+    plural: "API tokens",
+    names_organizations: false,
+};
+
+const API_TOKEN: ObjectKind = ObjectKind {
+    schema: "ApiToken",
+    plural: "API tokens",
+    title: |token| format!("API token {}", table::cell(&token["id"])),
+};
+
 #[derive(Args)]
 pub struct List {
     /// Only tokens with exactly this name.
@@ -55,9 +96,9 @@ pub struct List {
 /// `tokens list`.
 async fn list_tokens(args: List) -> anyhow::Result<()> {
     let filter = args.name.map(|name| ("name", name));
-    let (client, printing, paging) = args.listing.open(ListKind::Tokens)?;
+    let (client, printing, paging) = args.listing.open(LISTING)?;
     let segments = v1(&["api_tokens"]);
-    let printer = Printer::new(printing, ListKind::Tokens);
+    let printer = Printer::new(printing, LISTING);
     list(&client, &segments, filter, paging, printer).await
 }
 
@@ -107,7 +148,7 @@ async fn create(args: Create) -> anyhow::Result<()> {
     // No Idempotency-Key: the API refuses it here (the answer holds a
     // secret it never stores, so it cannot replay it).
     let request = Request::new(Method::POST, &path).body(body);
-    Session::open(&args.connection, &args.shape, ObjectKind::ApiToken)?
+    Session::open(&args.connection, &args.shape, API_TOKEN)?
         .exchange(request, "created")
         .await?;
     eprintln!("The secret (`token`) is shown this once and never again: store it now.");
@@ -117,6 +158,6 @@ async fn create(args: Create) -> anyhow::Result<()> {
 async fn delete(args: Delete) -> anyhow::Result<()> {
     let deletion = args.deletion;
     deletion.confirm(&format!("delete API token {}", args.id))?;
-    let session = Session::open(&deletion.connection, &deletion.shape, ObjectKind::Deleted)?;
+    let session = Session::open(&deletion.connection, &deletion.shape, DELETED)?;
     deletion.send(session, &v1(&["api_tokens", &args.id])).await
 }

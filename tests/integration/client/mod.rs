@@ -19,6 +19,7 @@ use tempfile::TempDir;
 use crate::binary::*;
 use crate::helpers::*;
 
+mod domains;
 mod edges;
 mod errors;
 mod escapes;

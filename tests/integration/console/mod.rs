@@ -1,10 +1,12 @@
 //! The web console (`/console`): served with a strict policy, and used in
 //! a real headless Chromium against a real `proxydeck demo` process, as a
 //! person would: signing in, paging, filtering, opening a project,
-//! comparing and activating revisions, making and revoking tokens. Every
+//! comparing and activating revisions, adding and checking a project's
+//! domains, making and revoking tokens. Every
 //! change the console makes is checked through the public API.
 
 mod browser;
+mod domains;
 mod projects;
 mod revisions;
 mod tokens;
@@ -24,7 +26,16 @@ const GLOBEX: &str = "0190b7a4-0000-7000-8000-000000000002";
 /// `proxydeck demo` on a fresh SQLite file; answers the server and the
 /// demo user's token (admin of Acme Corp, editor of Globex).
 fn demo(sandbox: &Sandbox) -> (Server, String) {
-    let server = Server::start(|listen| sandbox.command(&["demo", "--json", "--listen", listen]));
+    demo_with(sandbox, &[])
+}
+
+/// Like [`demo`], with `more` of `demo`'s flags.
+fn demo_with(sandbox: &Sandbox, more: &[&str]) -> (Server, String) {
+    let server = Server::start(|listen| {
+        let mut command = sandbox.command(&["demo", "--json", "--listen", listen]);
+        command.args(more);
+        command
+    });
     let started: Value = serde_json::from_str(&server.stdout_line()).expect("the demo's JSON line");
     let token = started["token"].as_str().expect("a token").to_owned();
     (server, token)

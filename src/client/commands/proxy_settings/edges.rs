@@ -12,28 +12,39 @@ use serde_json::Value;
 
 use reqwest::Method;
 
-use crate::client::connection::{self, Connection};
-use crate::client::http::{ApiClient, Request, v1};
-use crate::client::listing::{ListKind, Printer, Shape, list_all};
-use crate::client::names::{PROJECT_HELP, resolve_project};
-use crate::client::object::{ObjectKind, ObjectShape, Session, confirm};
+use crate::client::connection::Connection;
+use crate::client::http::{Request, v1};
+use crate::client::listing::{ListKind, ProjectListing};
+use crate::client::names::PROJECT_HELP;
+use crate::client::object::{DELETED, ObjectShape, Session, confirm};
+use crate::output::table::{self, Column};
 
-#[derive(Args)]
-pub struct EdgesArgs {
-    #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
-    project: String,
-    #[command(flatten)]
-    shape: Shape,
-    #[command(flatten)]
-    connection: Connection,
-}
+/// The edges' table, under its summary line.
+const LISTING: ListKind = ListKind {
+    columns: &[
+        Column::kept("EDGE"),
+        Column::kept("REVISION"),
+        Column::kept("STATUS"),
+        Column::dropped("REPORTED (UTC)", 2),
+        Column::dropped("STALE", 1),
+    ],
+    row: |edge, _| {
+        let cell = |field: &str| table::cell(&edge[field]);
+        vec![
+            cell("name"),
+            cell("revision"),
+            cell("status"),
+            table::when(&edge["reported_at"], "-"),
+            if edge["stale"] == true { "yes" } else { "no" }.to_owned(),
+        ]
+    },
+    schema: "Edge",
+    plural: "edges",
+    names_organizations: false,
+};
 
-pub async fn edges(args: EdgesArgs) -> anyhow::Result<()> {
-    let printing = args.shape.printing(ListKind::Edges)?;
-    let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
-    let id = resolve_project(&client, &args.project).await?;
-    let printer = Printer::new(printing, ListKind::Edges).with_heading(summary);
-    list_all(&client, &v1(&["projects", &id, "edges"]), printer).await
+pub async fn edges(args: ProjectListing) -> anyhow::Result<()> {
+    args.print_all(LISTING, "edges", Some(summary)).await
 }
 
 #[derive(Args)]
@@ -61,7 +72,7 @@ pub async fn delete_edge(args: DeleteEdge) -> anyhow::Result<()> {
             args.name, args.project
         ))?;
     }
-    let session = Session::open(&args.connection, &args.shape, ObjectKind::Deleted)?;
+    let session = Session::open(&args.connection, &args.shape, DELETED)?;
     let id = session.project(&args.project).await?;
     let path = v1(&["projects", &id, "edges", &args.name]);
     session

@@ -47,7 +47,7 @@ pub enum ProxySettingsCommand {
     #[command(
         after_help = "Examples:\n  proxydeck proxy-settings edges acme-corp/acme-shop\n  proxydeck proxy-settings edges acme-shop -o table | head -1   # the summary line\n  proxydeck proxy-settings edges acme-shop --jq '.[] | select(.status == \"failed\") | .error'"
     )]
-    Edges(edges::EdgesArgs),
+    Edges(crate::client::listing::ProjectListing),
     /// Remove an edge's report from a project (an edge that no longer
     /// runs): needs the right to change the project. An edge that reports
     /// again comes back.

@@ -17,6 +17,7 @@ use crate::client::object::{
 };
 use crate::client::revision_read::{Project, fetch};
 use crate::output::json::{Jq, Style, print_document};
+use crate::output::table::{self, Column};
 
 /// How one document is shown: `--json`, `--jq`.
 #[derive(Args)]
@@ -33,6 +34,38 @@ pub struct Document {
     pub jq: Option<String>,
 }
 
+/// The revisions' table: their backends and routes counted.
+const LISTING: ListKind = ListKind {
+    columns: &[
+        Column::kept("REVISION"),
+        Column::kept("ACTIVE"),
+        Column::dropped("BACKENDS", 2),
+        Column::dropped("ROUTES", 1),
+        Column::cut("DESCRIPTION", 20),
+    ],
+    row: |revision, _| {
+        let cell = |field: &str| table::cell(&revision[field]);
+        let count = |field: &str| revision[field].as_array().map_or(0, Vec::len).to_string();
+        vec![
+            cell("revision"),
+            cell("is_active"),
+            count("backends"),
+            count("routes"),
+            cell("description"),
+        ]
+    },
+    schema: "ProxySettings",
+    plural: "proxy settings revisions",
+    names_organizations: false,
+};
+
+/// A revision does not name its project.
+const REVISION: ObjectKind = ObjectKind {
+    schema: "ProxySettings",
+    plural: "proxy settings revisions",
+    title: |revision| format!("revision {}", table::cell(&revision["revision"])),
+};
+
 #[derive(Args)]
 pub struct List {
     #[arg(value_name = "PROJECT", help = PROJECT_HELP)]
@@ -43,10 +76,10 @@ pub struct List {
 
 /// `proxy-settings list`.
 pub async fn list(args: List) -> anyhow::Result<()> {
-    let (client, printing, paging) = args.listing.open(ListKind::ProxySettings)?;
+    let (client, printing, paging) = args.listing.open(LISTING)?;
     let id = resolve_project(&client, &args.project).await?;
     let segments = v1(&["projects", &id, "proxy-settings"]);
-    let printer = Printer::new(printing, ListKind::ProxySettings);
+    let printer = Printer::new(printing, LISTING);
     list_pages(&client, &segments, None, paging, printer).await
 }
 
@@ -111,7 +144,7 @@ pub struct Activate {
 
 pub async fn create(args: Create) -> anyhow::Result<()> {
     let members = read_object(Some(&args.file))?;
-    let session = Session::open(&args.connection, &args.shape, ObjectKind::ProxySettings)?;
+    let session = Session::open(&args.connection, &args.shape, REVISION)?;
     let id = session.project(&args.project).await?;
     let path = v1(&["projects", &id, "proxy-settings"]);
     session
@@ -122,7 +155,7 @@ pub async fn create(args: Create) -> anyhow::Result<()> {
 /// Makes the revision the active one (`{"is_active": true}`); rolling
 /// back is activating an older one.
 pub async fn activate(args: Activate) -> anyhow::Result<()> {
-    let session = Session::open(&args.connection, &args.shape, ObjectKind::ProxySettings)?;
+    let session = Session::open(&args.connection, &args.shape, REVISION)?;
     let id = session.project(&args.project).await?;
     let revision = args.revision.to_string();
     let path = v1(&["projects", &id, "proxy-settings", &revision]);
