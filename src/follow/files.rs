@@ -1,7 +1,7 @@
 //! The folder `follow` keeps (`--dir`): for each project
 //! `PROJECT/project.json` and `PROJECT/proxy-settings.json`, each written
-//! whole (a temporary file, fsync, rename), and `.cursor`, where the files
-//! stand.
+//! whole (a temporary file, fsync, rename), the routing index's two maps
+//! (`routing.rs`), and `.cursor`, where the files stand.
 //!
 //! What the service sends is not trusted with the folder: a project id is
 //! a file name only when the API's id rule allows it ([`followable`]), and
@@ -17,6 +17,7 @@ use cap_std::fs::Dir;
 use serde_json::Value;
 
 use super::answers::{ActiveRevision, HeldRevision};
+use super::routing::{EXACT_MAP, RoutingIndex, WILDCARD_MAP};
 use crate::domain::change::Cursor;
 use crate::domain::ids;
 
@@ -77,6 +78,37 @@ impl Folder {
         write_if_changed(&self.root, CURSOR_FILE, &text)
             .map(drop)
             .with_context(|| format!("{}", self.path.join(CURSOR_FILE).display()))
+    }
+
+    /// The routing index the folder holds; `None` when it has none yet (a
+    /// folder an older follow kept, or a new one).
+    pub fn routing_index(&self) -> anyhow::Result<Option<RoutingIndex>> {
+        let read = |name: &str| match self.root.read_to_string(name) {
+            Ok(text) => Ok(Some(text)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(anyhow!(
+                "cannot read {}: {error}",
+                self.path.join(name).display()
+            )),
+        };
+        Ok(match (read(EXACT_MAP)?, read(WILDCARD_MAP)?) {
+            (Some(exact), Some(wildcards)) => Some(RoutingIndex::parse(&exact, &wildcards)),
+            _ => None,
+        })
+    }
+
+    /// Writes the routing index's two maps, each whole (the wildcards'
+    /// first); answers whether either changed. Called after the projects'
+    /// files were written and before a project's folder is removed, so
+    /// that neither map ever names a project whose files are missing.
+    pub fn write_routing(&self, index: &RoutingIndex) -> anyhow::Result<bool> {
+        let maps = index.render();
+        let mut changed = false;
+        for (name, text) in [(WILDCARD_MAP, &maps.wildcards), (EXACT_MAP, &maps.exact)] {
+            changed |= write_if_changed(&self.root, name, text)
+                .with_context(|| format!("{}", self.path.join(name).display()))?;
+        }
+        Ok(changed)
     }
 
     /// The folders of the folder that are a project's: a real folder (not
