@@ -5,9 +5,7 @@
 //! server on loopback (`helpers::dns_server`).
 
 use std::path::Path;
-use std::time::Duration;
 
-use proxydeck::domain::domains::CheckSchedule;
 use proxydeck::domain_checks::DomainOptions;
 use reqwest::Method;
 use serde_json::json;
@@ -15,21 +13,12 @@ use serde_json::json;
 use super::{Following, saved_cursor};
 use crate::helpers::*;
 
-/// The service, its DNS checks asking `dns` (quickly: the background
-/// checks are not what these tests wait for, `check now` is).
+/// The service, its DNS checks asking `dns` (with their default
+/// schedule: these tests verify a name by checking it now).
 fn options(dns: &DnsServer) -> proxydeck::app::ServiceOptions {
     proxydeck::app::ServiceOptions {
         domains: DomainOptions {
             resolver: Some(dns.addr()),
-            lookup_timeout: Duration::from_millis(500),
-            poll: Duration::from_millis(50),
-            schedule: CheckSchedule {
-                first_retry_millis: 100,
-                most_retry_millis: 400,
-                recheck_millis: 200,
-                grace_millis: 60_000,
-                give_up_after_millis: 60_000,
-            },
             ..DomainOptions::default()
         },
         ..test_options()
