@@ -1,6 +1,7 @@
 //! What `follow` reads of the service's answers, typed: a change of the
 //! feed (`domain::change`), where the feed stands, a revision's number and
-//! whether it is active, a listed project's id. The objects follow writes
+//! whether it is active, a listed project's id, a listed domain's name and
+//! whether it routes. The objects follow writes
 //! (a project, a revision) stay as the service sent them: follow reads
 //! from them only what it decides by.
 
@@ -22,27 +23,36 @@ pub struct FeedChange {
     pub revision: Option<u32>,
 }
 
+/// What of a project a change is about: what follow reads again.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Subject {
+    /// The project itself (and a kind this follow does not know: it reads
+    /// the project again).
+    Project,
+    /// One of its revisions (a `proxy_settings.*` change).
+    Revision,
+    /// One of its custom domains (a `domain.*` change).
+    Domain,
+}
+
 impl FeedChange {
-    /// Whether the change is a revision's (a `proxy_settings.*` change)
-    /// rather than the project's own; a kind this follow does not know is
-    /// taken as the project's (follow reads the project again).
-    pub fn is_revision(&self) -> bool {
+    pub fn subject(&self) -> Subject {
         match ChangeKind::parse(&self.kind) {
             Some(
                 ChangeKind::ProxySettingsCreated
                 | ChangeKind::ProxySettingsUpdated
                 | ChangeKind::ProxySettingsActivated
                 | ChangeKind::ProxySettingsDeactivated,
-            ) => true,
+            ) => Subject::Revision,
+            Some(
+                ChangeKind::DomainCreated | ChangeKind::DomainUpdated | ChangeKind::DomainDeleted,
+            ) => Subject::Domain,
             Some(
                 ChangeKind::ProjectCreated
                 | ChangeKind::ProjectUpdated
-                | ChangeKind::ProjectDeleted
-                | ChangeKind::DomainCreated
-                | ChangeKind::DomainUpdated
-                | ChangeKind::DomainDeleted,
+                | ChangeKind::ProjectDeleted,
             )
-            | None => false,
+            | None => Subject::Project,
         }
     }
 }
@@ -100,23 +110,37 @@ pub struct ListedProject {
     pub id: String,
 }
 
+/// A custom domain of a project's listing (`domain::domains`), as much of
+/// it as follow reads: its name, and whether it routes (`dns_status`:
+/// verified, or within its grace period).
+#[derive(Deserialize)]
+pub struct ListedDomain {
+    pub name: String,
+    #[serde(default)]
+    pub dns_status: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_change_names_a_revision_only_for_proxy_settings_kinds() {
+    fn a_change_is_a_revisions_for_proxy_settings_kinds_a_domains_for_domain_kinds() {
         for kind in ChangeKind::ALL {
             let change: FeedChange = serde_json::from_value(serde_json::json!({
                 "type": kind.as_str(), "project_id": "p1"
             }))
             .unwrap();
-            let expected = kind.as_str().starts_with("proxy_settings.");
-            assert_eq!(change.is_revision(), expected, "{}", kind.as_str());
+            let expected = match kind.as_str().split_once('.').unwrap().0 {
+                "proxy_settings" => Subject::Revision,
+                "domain" => Subject::Domain,
+                _ => Subject::Project,
+            };
+            assert_eq!(change.subject(), expected, "{}", kind.as_str());
         }
         let unknown: FeedChange =
-            serde_json::from_value(serde_json::json!({"type": "domain.created"})).unwrap();
-        assert!(!unknown.is_revision());
+            serde_json::from_value(serde_json::json!({"type": "certificate.issued"})).unwrap();
+        assert_eq!(unknown.subject(), Subject::Project);
     }
 
     #[test]

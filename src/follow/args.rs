@@ -10,12 +10,15 @@ use crate::client::connection::Connection;
 /// `proxydeck follow --help`'s text after the flags.
 pub const AFTER_HELP: &str = "\
 Examples:
-  proxydeck follow --project acme-shop --dir /var/lib/proxydeck-edge \\
-      --exec '/usr/share/proxydeck/edge/haproxy-apply acme-shop'
+  proxydeck follow --organization acme-corp --dir /var/lib/proxydeck-edge \\
+      --exec /usr/share/proxydeck/edge/haproxy-apply
   proxydeck follow --organization 0190b7a4-0000-7000-8000-000000000001 --dir ./config --once
 
 For each project: PROJECT/project.json and PROJECT/proxy-settings.json (its active revision),
-each written whole. .cursor saves where the files stand: a restart resumes there.
+each written whole. Beside them the routing index, each verified custom domain to its project,
+as two HAProxy maps: routing.map (HOST PROJECT) and routing-wildcards.map (BASE PROJECT for
+*.BASE), written after the projects' files and before a project's folder is removed.
+.cursor saves where the files stand: a restart resumes there.
 
 --exec runs (sh -c, in --dir) after a change that changed what the files hold, after follow
 starts, and after a run that failed; not after one that left them as they were (an inactive

@@ -1,7 +1,7 @@
 //! The feed loop of `follow`: from the saved cursor (or a full sync), the
 //! change feed's stream, its changes gathered in batches and applied: the
-//! files written, `--exec` run, the edge reported, the cursor saved. A
-//! reset writes every file again; a service that cannot be reached is
+//! files written (the projects', then the routing index), `--exec` run,
+//! the edge reported, the cursor saved. A reset writes every file again; a service that cannot be reached is
 //! tried again, later each time, while the files stay as they are.
 
 use std::collections::BTreeMap;
@@ -16,6 +16,7 @@ use super::reads::{self, Read, Touched};
 use super::reload::{ExecFailed, run_exec};
 use super::reports::Reports;
 use super::retry::{Ended, backoff, classify};
+use super::routing::RoutingIndex;
 use crate::client::http::{ApiClient, Refused, v1};
 use crate::client::sse::{Event, EventStream};
 use crate::domain::change::Cursor;
@@ -31,6 +32,12 @@ pub struct Follower {
     /// The folder (--dir): every file is reached through it.
     folder: Folder,
     reports: Reports,
+    /// The verified names of the projects followed, as the folder's
+    /// routing index holds them.
+    routing: RoutingIndex,
+    /// The folder holds no routing index yet (a folder an older follow
+    /// kept): the saved cursor is not enough, every file is written.
+    routing_missing: bool,
     /// Failures in a row, for the backoff.
     failures: u32,
     /// `--exec` runs after the next change even if no file changed: it
@@ -43,12 +50,20 @@ pub struct Follower {
 }
 
 impl Follower {
-    pub fn new(client: ApiClient, args: FollowArgs, folder: Folder, reports: Reports) -> Self {
+    pub fn new(
+        client: ApiClient,
+        args: FollowArgs,
+        folder: Folder,
+        routing: Option<RoutingIndex>,
+        reports: Reports,
+    ) -> Self {
         Self {
             client,
             args,
             folder,
             reports,
+            routing_missing: routing.is_none(),
+            routing: routing.unwrap_or_default(),
             failures: 0,
             exec_owed: true,
             named: false,
@@ -84,6 +99,13 @@ impl Follower {
         let saved = match self.args.once {
             true => None,
             false => self.folder.saved_cursor().map_err(Ended::Fatal)?,
+        };
+        let saved = match (saved, self.routing_missing) {
+            (Some(_), true) => {
+                eprintln!("follow: the folder has no routing index yet");
+                None
+            }
+            (saved, _) => saved,
         };
         let mut cursor = match saved {
             Some(cursor) => {
@@ -190,12 +212,21 @@ impl Follower {
                 batch.entry(stale).or_insert_with(Touched::stale);
             }
         }
+        // The index names only the projects followed (a stale one's names
+        // go with its folder, below).
+        self.routing.retain(|project| batch.contains_key(project));
         self.apply(batch, cursor).await?;
         Ok((cursor, projects))
     }
 
     /// Reads what the changes name, writes the files that changed, runs
     /// `--exec` when one did (or it is owed), reports, saves the cursor.
+    ///
+    /// The order keeps the routing index true to the folder at every
+    /// moment, for any reader (an `--exec`, an edge reloading on its own):
+    /// the projects' files first, then the index (each map renamed into
+    /// place), then the folders of the projects gone: a host the index
+    /// names always has its project's files.
     async fn apply(
         &mut self,
         batch: BTreeMap<String, Touched>,
@@ -204,6 +235,8 @@ impl Follower {
         let mut changed = false;
         // The revision each project of the batch now runs, for the reports.
         let mut running = Vec::new();
+        // Projects gone: their folders go once the index no longer names them.
+        let mut gone = Vec::new();
         for (project, touched) in &batch {
             let read = match touched.is_stale() {
                 true => Read::Gone,
@@ -213,6 +246,7 @@ impl Follower {
                 Read::Found {
                     project: body,
                     active,
+                    names,
                 } => {
                     let (wrote, revision) = self
                         .folder
@@ -223,6 +257,9 @@ impl Follower {
                         Some(revision) => running.push((project.clone(), revision)),
                         None => self.reports.forget(project),
                     }
+                    if let Some(names) = names {
+                        self.routing.set(project, names.iter().map(String::as_str));
+                    }
                 }
                 Read::Gone if self.args.project.is_some() => {
                     return Err(Ended::Fatal(anyhow!(
@@ -231,11 +268,20 @@ impl Follower {
                 }
                 Read::Gone => {
                     self.reports.forget(project);
-                    if self.folder.remove(project).map_err(Ended::Fatal)? {
-                        eprintln!("follow: {project}: gone");
-                        changed = true;
-                    }
+                    self.routing.remove(project);
+                    gone.push(project);
                 }
+            }
+        }
+        changed |= self
+            .folder
+            .write_routing(&self.routing)
+            .map_err(Ended::Fatal)?;
+        self.routing_missing = false;
+        for project in gone {
+            if self.folder.remove(project).map_err(Ended::Fatal)? {
+                eprintln!("follow: {project}: gone");
+                changed = true;
             }
         }
         if !changed && !self.exec_owed {

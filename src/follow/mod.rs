@@ -3,8 +3,10 @@
 //! (`docs/feed.md`), as consul-template or confd keep files in step with
 //! theirs. For each project, `PROJECT/project.json` (the project) and
 //! `PROJECT/proxy-settings.json` (its active revision; absent when none
-//! is), each written whole (a temporary file, fsync, rename); when what
-//! they hold changed, `--exec`. The cursor the files stand at is saved
+//! is), each written whole (a temporary file, fsync, rename); beside them
+//! the routing index, every verified name of theirs to its project
+//! (`routing.map`, `routing-wildcards.map`); when what they hold changed,
+//! `--exec`. The cursor the files stand at is saved
 //! beside them (`.cursor`), so that a restart resumes where the last run
 //! stopped; while the service cannot be reached the files stay as they are
 //! and the command tries again, waiting longer each time (with jitter).
@@ -12,7 +14,7 @@
 //! One file per concern: its command line ([`args`]), the feed loop
 //! ([`feed`]), what it reads of the service ([`reads`], through the
 //! typed [`answers`]), the folder and its dir-confined writes ([`files`]),
-//! the `--exec` reload ([`reload`]), the reports to the service
+//! the routing index's content ([`routing`]), the `--exec` reload ([`reload`]), the reports to the service
 //! ([`reports`]), and when to try again ([`retry`]). It calls the service
 //! as the terminal client does (`client::http`, whose `sse` reads the
 //! feed), and names projects as it does (`client::names`).
@@ -25,6 +27,7 @@ mod reads;
 mod reload;
 mod reports;
 mod retry;
+mod routing;
 
 pub use args::{AFTER_HELP, FollowArgs};
 pub use reload::ExecFailed;
@@ -36,8 +39,9 @@ use crate::client::http::ApiClient;
 pub async fn follow(args: FollowArgs) -> anyhow::Result<()> {
     let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
     let folder = files::Folder::open(&args.dir)?;
+    let routing = folder.routing_index()?;
     let reports = reports::Reports::new(args.name.as_deref(), args.no_report)?;
-    feed::Follower::new(client, args, folder, reports)
+    feed::Follower::new(client, args, folder, routing, reports)
         .run()
         .await
 }

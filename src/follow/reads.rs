@@ -1,6 +1,7 @@
 //! What `follow` reads of the service: the ids the names given stand
 //! for, where the feed stands, an organization's projects, and what a
-//! batch of changes changed of a project: its object, its active revision.
+//! batch of changes changed of a project: its object, its active revision,
+//! its verified names.
 
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
@@ -9,7 +10,7 @@ use anyhow::anyhow;
 use serde::Deserialize as _;
 use serde_json::Value;
 
-use super::answers::{ActiveRevision, FeedChange, FeedHead, ListedProject};
+use super::answers::{ActiveRevision, FeedChange, FeedHead, ListedDomain, ListedProject, Subject};
 use super::args::FollowArgs;
 use super::files::{Active, Folder};
 use super::retry::{Ended, classify, is_not_found};
@@ -28,6 +29,8 @@ pub struct Touched {
     revisions: Vec<u32>,
     /// Look at every revision: the listing says which is active.
     all_revisions: bool,
+    /// Its custom domains changed: list them again.
+    domains: bool,
     /// The project is no longer followed (an organization's project gone
     /// from its listing): remove its folder without asking.
     stale: bool,
@@ -44,6 +47,7 @@ impl Touched {
         Self {
             project: true,
             all_revisions: true,
+            domains: true,
             ..Self::default()
         }
     }
@@ -59,10 +63,11 @@ impl Touched {
 
     /// Notes what `change` (`docs/feed.md`, "The events") says.
     pub fn note(&mut self, change: &FeedChange) {
-        match (change.is_revision(), change.revision) {
-            (false, _) => self.project = true,
-            (true, Some(revision)) => self.revisions.push(revision),
-            (true, None) => self.all_revisions = true,
+        match (change.subject(), change.revision) {
+            (Subject::Project, _) => self.project = true,
+            (Subject::Revision, Some(revision)) => self.revisions.push(revision),
+            (Subject::Revision, None) => self.all_revisions = true,
+            (Subject::Domain, _) => self.domains = true,
         }
     }
 }
@@ -71,10 +76,12 @@ impl Touched {
 pub enum Read {
     /// Deleted, or this token cannot see it.
     Gone,
-    /// Its object (`None`: unchanged, not read) and its active revision.
+    /// Its object (`None`: unchanged, not read), its active revision and
+    /// its verified names (`None`: unchanged, not read).
     Found {
         project: Option<Value>,
         active: Active,
+        names: Option<Vec<String>>,
     },
 }
 
@@ -174,10 +181,39 @@ pub async fn read_project(
             None => return Ok(Read::Gone),
         },
     };
+    let names = match touched.domains {
+        true => match verified_names(client, project).await? {
+            Some(names) => Some(names),
+            None => return Ok(Read::Gone),
+        },
+        false => None,
+    };
     Ok(Read::Found {
         project: body,
         active,
+        names,
     })
+}
+
+/// The names of `project`'s custom domains that route (`dns_status`),
+/// every page of them; `None` when the project is gone.
+async fn verified_names(client: &ApiClient, project: &str) -> Result<Option<Vec<String>>, Ended> {
+    let path = v1(&["projects", project, "domains"]);
+    let mut names = Vec::new();
+    let walked = client
+        .walk(&path, &[], |items| {
+            let listed = items
+                .iter()
+                .filter_map(|item| ListedDomain::deserialize(item).ok());
+            names.extend(listed.filter(|d| d.dns_status).map(|d| d.name));
+            ControlFlow::<()>::Continue(())
+        })
+        .await;
+    match walked {
+        Ok(_) => Ok(Some(names)),
+        Err(error) if is_not_found(&error) => Ok(None),
+        Err(error) => Err(classify(error)),
+    }
 }
 
 /// The active revision among those the changes named (the latest first:

@@ -2,7 +2,8 @@
 //! step with a project's active revision through the change feed, runs
 //! `--exec` when what the files hold changed, resumes from its saved
 //! cursor after a restart, keeps the last files while the service is down,
-//! and keeps what a hostile service sends inside its folder.
+//! and keeps what a hostile service sends inside its folder; its routing
+//! index in `routing.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -13,6 +14,8 @@ use serde_json::Value;
 
 use crate::binary::*;
 use crate::helpers::*;
+
+mod routing;
 
 /// A `proxydeck follow` child process, killed when dropped; its stderr
 /// goes to a file.
@@ -469,7 +472,8 @@ fn follow_without_a_project_names_both_ways_to_choose() {
 /// real service never sends such ids): a listing of projects whose ids
 /// are paths out of the folder, and changes naming paths followed by a
 /// 404. Only `good` is a project. `good`'s description is `one` at its
-/// first read, `two` after.
+/// first read, `two` after; its domains include names that are not host
+/// names (a line break, a path).
 mod hostile {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -514,6 +518,7 @@ mod hostile {
             .route("/v1/projects", get(projects))
             .route("/v1/projects/{id}", get(one_project))
             .route("/v1/projects/{id}/proxy-settings", get(revisions))
+            .route("/v1/projects/{id}/domains", get(domains))
             .route(
                 "/v1/projects/{id}/edges",
                 post(|| async { json_answer(json!({})) }),
@@ -605,6 +610,22 @@ mod hostile {
         }
     }
 
+    /// `good`'s domains: one verified, one pending, and names that would
+    /// write lines and keys of their own.
+    async fn domains(Path(id): Path<String>) -> Response {
+        if id != "good" {
+            return list(vec![]);
+        }
+        let domain = |name: &str, verified: bool| json!({"object": "domain", "name": name, "dns_status": verified});
+        list(vec![
+            domain("good.example.com", true),
+            domain("pending.example.com", false),
+            domain("evil.example.com x\nother.example.com", true),
+            domain("Upper.Example.com", true),
+            domain("../x", true),
+        ])
+    }
+
     async fn revisions(State(script): State<Script>, Path(id): Path<String>) -> Response {
         if id != "good" && !script.listed.contains(&id) {
             return not_found();
@@ -618,8 +639,8 @@ mod hostile {
 
 /// A service that lists projects whose ids are paths (`../x`, `/x`), and
 /// sends changes naming paths followed by a 404, gets nothing written or
-/// removed outside the folder; a link placed in the folder is not
-/// followed out of it.
+/// removed outside the folder, and no line of its own in the routing
+/// index; a link placed in the folder is not followed out of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follow_keeps_what_a_hostile_service_sends_inside_its_folder() {
     let work = tempfile::tempdir().unwrap();
@@ -659,6 +680,10 @@ async fn follow_keeps_what_a_hostile_service_sends_inside_its_folder() {
         "{}",
         follow.log()
     );
+    // Only the verified name in its one form is routed.
+    let routing = std::fs::read_to_string(dir.join("routing.map")).unwrap();
+    let lines: Vec<&str> = routing.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(lines, ["good.example.com good"], "{routing}");
     drop(follow);
 
     // A link in the folder, where good's folder would be, to a folder
