@@ -61,7 +61,8 @@ pub struct FollowArgs {
     /// applied, or failed to [default: the host's name].
     #[arg(long, value_name = "EDGE")]
     pub name: Option<String>,
-    /// Report nothing.
+    /// Report nothing of what this edge runs (--tls-check still reports
+    /// the names' ssl_status).
     #[arg(long, conflicts_with = "name")]
     pub no_report: bool,
     /// Write every file and run --exec once, whatever the saved cursor,

@@ -6,7 +6,9 @@
 //! roots of `--tls-check-ca`, or the system's, its name, its dates). The
 //! result is reported as the name's `ssl_status` (updateProjectDomain,
 //! which needs only the right to read the project) when it differs from
-//! what the service last said: nothing is written while nothing changes.
+//! what the service last said (a name it has said nothing of since follow
+//! started is read first): nothing is written while nothing changes, a
+//! restart included.
 //!
 //! Wildcards are not probed: no handshake shows a wildcard certificate
 //! rather than one for the single name asked, and an on-demand edge
@@ -143,7 +145,15 @@ async fn round(probe: &Probe, client: &ApiClient, names: &VerifiedNames, said: &
     for (name, project, result) in results {
         let (name, project) = (name.as_str(), project.as_str());
         let valid = result.is_ok();
-        if said.get(name) == Some(valid) {
+        // Unknown since follow started (it resumed from its cursor): read
+        // rather than report, so that a restart writes nothing that did
+        // not change.
+        let known = match said.get(name) {
+            Some(known) => Some(known),
+            None => read(client, project, name).await.ok(),
+        };
+        if known == Some(valid) {
+            said.set(name, valid);
             continue;
         }
         match &result {
@@ -167,10 +177,25 @@ async fn probed(
     (name, project, result)
 }
 
-/// What follow reads of the domain a report answers.
+/// What follow reads of a domain the service answers.
 #[derive(Deserialize)]
 struct Reported {
     ssl_status: bool,
+}
+
+/// getProjectDomain: what the service says of `name`'s certificate.
+async fn read(client: &ApiClient, project: &str, name: &str) -> anyhow::Result<bool> {
+    let path = v1(&["projects", project, "domains", name]);
+    let answer = client
+        .send(Request::new(reqwest::Method::GET, &path))
+        .await?;
+    ssl_status_of(&answer.body)
+}
+
+fn ssl_status_of(body: &[u8]) -> anyhow::Result<bool> {
+    let domain: Reported = serde_json::from_slice(body)
+        .map_err(|e| anyhow!("the service's answer is not a domain: {e}"))?;
+    Ok(domain.ssl_status)
 }
 
 /// updateProjectDomain `{"ssl_status": valid}`; answers what the service
@@ -186,9 +211,7 @@ async fn report(
     let answer = client
         .send(Request::new(reqwest::Method::POST, &path).body(body))
         .await?;
-    let reported: Reported = serde_json::from_slice(&answer.body)
-        .map_err(|e| anyhow!("the service's answer is not a domain: {e}"))?;
-    Ok(reported.ssl_status)
+    ssl_status_of(&answer.body)
 }
 
 #[cfg(test)]

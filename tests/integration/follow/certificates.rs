@@ -3,11 +3,8 @@
 //! test's on loopback (`helpers::tls`) that answers each name with the
 //! certificate the test chose; `ssl_status` reported as the probe found.
 
-use reqwest::Method;
-use serde_json::json;
-
 use super::Following;
-use super::routing::{add_domain, options};
+use super::routing::{add_domain, caught_up, options};
 use crate::helpers::*;
 
 /// The service's `ssl_status` of `name` in `p1`.
@@ -92,21 +89,46 @@ async fn tls_check_reports_ssl_status_only_for_a_valid_certificate_for_the_name(
     // A wildcard is not probed.
     assert!(!edge.was_asked("*.example.org"));
 
+    // Restarted, resuming from its cursor (no listing read): what the
+    // service says is read, not written again. Two rounds: the second
+    // starts once the first has reported.
+    caught_up(&app, &token, &dir).await;
+    drop(follow);
+    let shop = "p1/shop.example.com";
+    let audited = audit_of(&app, Some(shop)).await.len();
+    let asked = edge.asks("shop.example.com");
+    let follow = Following::on(&app, &token, work.path(), &args);
+    until("a round after the restart", || {
+        edge.asks("shop.example.com") > asked
+    })
+    .await;
+    // A pending name: a change, which starts a round.
+    add_domain(&app, &dns, &token, "p1", "next.example.com", false).await;
+    until("a second round", || {
+        edge.asks("shop.example.com") > asked + 1
+    })
+    .await;
+    assert!(
+        follow.log().contains("resuming after cursor"),
+        "{}",
+        follow.log()
+    );
+    assert_eq!(
+        audit_of(&app, Some(shop)).await.len(),
+        audited,
+        "{}",
+        follow.log()
+    );
+    assert!(ssl_status(&app, &token, "shop.example.com").await);
+
     // The edge serves a certificate the roots do not trust: false again,
     // at the next round (a change starts one).
     edge.serve(
         "shop.example.com",
         &server_certificate(&unknown, &["shop.example.com"]),
     );
-    let added = json!({"name": "next.example.com"});
-    write(
-        &app,
-        &token,
-        Method::POST,
-        "/v1/projects/p1/domains",
-        Some(added),
-    )
-    .await;
+    // A pending name: a change, which starts a round.
+    add_domain(&app, &dns, &token, "p1", "later.example.com", false).await;
     eventually("shop.example.com's ssl_status turns false", || async {
         !ssl_status(&app, &token, "shop.example.com").await
     })

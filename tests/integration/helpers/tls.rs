@@ -109,7 +109,13 @@ impl TlsServer {
 
     /// Whether a handshake asked for `name`.
     pub fn was_asked(&self, name: &str) -> bool {
-        self.names.asked.lock().unwrap().iter().any(|n| n == name)
+        self.asks(name) > 0
+    }
+
+    /// How many handshakes asked for `name`.
+    pub fn asks(&self, name: &str) -> usize {
+        let asked = self.names.asked.lock().unwrap();
+        asked.iter().filter(|n| *n == name).count()
     }
 }
 
