@@ -35,6 +35,7 @@ pub mod rate_limit;
 mod shared_redis;
 pub mod store;
 pub mod telemetry;
+mod tls_roots;
 
 /// The commit this binary was built from (build.rs): 12 hex digits, with
 /// `-dirty` when tracked files had changes, or `unknown` outside a git

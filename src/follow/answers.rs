@@ -111,13 +111,16 @@ pub struct ListedProject {
 }
 
 /// A custom domain of a project's listing (`domain::domains`), as much of
-/// it as follow reads: its name, and whether it routes (`dns_status`:
-/// verified, or within its grace period).
+/// it as follow reads: its name, whether it routes (`dns_status`:
+/// verified, or within its grace period), and whether an edge reported
+/// its certificate (`ssl_status`, which `--tls-check` compares with).
 #[derive(Deserialize)]
 pub struct ListedDomain {
     pub name: String,
     #[serde(default)]
     pub dns_status: bool,
+    #[serde(default)]
+    pub ssl_status: bool,
 }
 
 #[cfg(test)]

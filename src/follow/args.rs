@@ -1,6 +1,7 @@
 //! `proxydeck follow`'s command line: what it follows, where it keeps the
 //! files, what it runs after a change, and the name it reports under.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
@@ -19,6 +20,12 @@ each written whole. Beside them the routing index, each verified custom domain t
 as two HAProxy maps: routing.map (HOST PROJECT) and routing-wildcards.map (BASE PROJECT for
 *.BASE), written after the projects' files and before a project's folder is removed.
 .cursor saves where the files stand: a restart resumes there.
+
+For an edge that obtains certificates itself (Caddy's on-demand TLS), --ask-listen answers its
+`ask` from the verified names followed, and --tls-check reports each name's ssl_status as the
+edge serves it (docs/domains.md, \"Certificates\"):
+  proxydeck follow --organization acme-corp --dir /var/lib/proxydeck-edge \\
+      --ask-listen 127.0.0.1:9180 --tls-check 127.0.0.1:443
 
 --exec runs (sh -c, in --dir) after a change that changed what the files hold, after follow
 starts, and after a run that failed; not after one that left them as they were (an inactive
@@ -54,7 +61,8 @@ pub struct FollowArgs {
     /// applied, or failed to [default: the host's name].
     #[arg(long, value_name = "EDGE")]
     pub name: Option<String>,
-    /// Report nothing.
+    /// Report nothing of what this edge runs (--tls-check still reports
+    /// the names' ssl_status).
     #[arg(long, conflicts_with = "name")]
     pub no_report: bool,
     /// Write every file and run --exec once, whatever the saved cursor,
@@ -62,6 +70,24 @@ pub struct FollowArgs {
     /// stop (exit status 3 when --exec failed).
     #[arg(long)]
     pub once: bool,
+    /// Answer Caddy's on-demand TLS `ask` on ADDR (such as
+    /// 127.0.0.1:9180): GET /ask?domain=NAME is 200 when NAME routes here
+    /// (a verified name, or one label under a verified wildcard), 404
+    /// otherwise.
+    #[arg(long, value_name = "ADDR", conflicts_with = "once")]
+    pub ask_listen: Option<SocketAddr>,
+    /// After each change and every minute, make a TLS handshake with the
+    /// edge at ADDR (HOST:PORT) for each verified name (not wildcards),
+    /// and report its ssl_status when it differs from the service's: true
+    /// when the edge serves a certificate for the name that the roots
+    /// trust.
+    #[arg(long, value_name = "ADDR", conflicts_with = "once",
+          value_parser = crate::follow::certificates::parse_edge)]
+    pub tls_check: Option<String>,
+    /// The authorities (PEM) a --tls-check certificate must chain to
+    /// [default: the system's].
+    #[arg(long, value_name = "PEM_FILE", requires = "tls_check")]
+    pub tls_check_ca: Option<PathBuf>,
     #[command(flatten)]
     pub connection: Connection,
 }

@@ -17,6 +17,7 @@ use super::reload::{ExecFailed, run_exec};
 use super::reports::Reports;
 use super::retry::{Ended, backoff, classify};
 use super::routing::RoutingIndex;
+use super::verified::Served;
 use crate::client::http::{ApiClient, Refused, v1};
 use crate::client::sse::{Event, EventStream};
 use crate::domain::change::Cursor;
@@ -35,6 +36,9 @@ pub struct Follower {
     /// The verified names of the projects followed, as the folder's
     /// routing index holds them.
     routing: RoutingIndex,
+    /// Where the index is published after each change, for `--ask-listen`
+    /// and `--tls-check`.
+    served: Served,
     /// The folder holds no routing index yet (a folder an older follow
     /// kept): the saved cursor is not enough, every file is written.
     routing_missing: bool,
@@ -56,8 +60,10 @@ impl Follower {
         folder: Folder,
         routing: Option<RoutingIndex>,
         reports: Reports,
+        served: Served,
     ) -> Self {
         Self {
+            served,
             client,
             args,
             folder,
@@ -258,7 +264,9 @@ impl Follower {
                         None => self.reports.forget(project),
                     }
                     if let Some(names) = names {
-                        self.routing.set(project, names.iter().map(String::as_str));
+                        self.routing
+                            .set(project, names.iter().map(|d| d.name.as_str()));
+                        self.served.heard(&names);
                     }
                 }
                 Read::Gone if self.args.project.is_some() => {
@@ -278,6 +286,7 @@ impl Follower {
             .write_routing(&self.routing)
             .map_err(Ended::Fatal)?;
         self.routing_missing = false;
+        self.served.publish(&self.routing);
         for project in gone {
             if self.folder.remove(project).map_err(Ended::Fatal)? {
                 eprintln!("follow: {project}: gone");

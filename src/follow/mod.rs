@@ -15,12 +15,17 @@
 //! ([`feed`]), what it reads of the service ([`reads`], through the
 //! typed [`answers`]), the folder and its dir-confined writes ([`files`]),
 //! the routing index's content ([`routing`]), the `--exec` reload ([`reload`]), the reports to the service
-//! ([`reports`]), and when to try again ([`retry`]). It calls the service
+//! ([`reports`]), and when to try again ([`retry`]); for an edge that
+//! obtains its own certificates, the verified names as published after
+//! each change ([`verified`]), the answer to its `ask` ([`ask`]) and the
+//! probe that reports each name's `ssl_status` ([`certificates`]). It calls the service
 //! as the terminal client does (`client::http`, whose `sse` reads the
 //! feed), and names projects as it does (`client::names`).
 
 mod answers;
 mod args;
+mod ask;
+mod certificates;
 mod feed;
 mod files;
 mod reads;
@@ -28,6 +33,7 @@ mod reload;
 mod reports;
 mod retry;
 mod routing;
+mod verified;
 
 pub use args::{AFTER_HELP, FollowArgs};
 pub use reload::ExecFailed;
@@ -41,7 +47,28 @@ pub async fn follow(args: FollowArgs) -> anyhow::Result<()> {
     let folder = files::Folder::open(&args.dir)?;
     let routing = folder.routing_index()?;
     let reports = reports::Reports::new(args.name.as_deref(), args.no_report)?;
-    feed::Follower::new(client, args, folder, routing, reports)
+    let served = verified::Served::default();
+    if let Some(addr) = args.ask_listen {
+        let listener = ask::bind(addr).await?;
+        eprintln!("follow: answering the edge's ask on http://{addr}/ask");
+        tokio::spawn(ask::serve(listener, served.subscribe()));
+    }
+    if let Some(edge) = &args.tls_check {
+        let probe = certificates::Probe::new(edge, args.tls_check_ca.as_deref())?;
+        // A client of its own: the probe reports while the feed streams.
+        let reporter = ApiClient::new(&connection::resolve(&args.connection)?)?;
+        tokio::spawn(certificates::run(
+            probe,
+            reporter,
+            served.subscribe(),
+            served.said(),
+        ));
+    }
+    // What the folder holds, until the service is reached.
+    if let Some(routing) = &routing {
+        served.publish(routing);
+    }
+    feed::Follower::new(client, args, folder, routing, reports, served)
         .run()
         .await
 }

@@ -77,11 +77,11 @@ pub enum Read {
     /// Deleted, or this token cannot see it.
     Gone,
     /// Its object (`None`: unchanged, not read), its active revision and
-    /// its verified names (`None`: unchanged, not read).
+    /// its verified domains (`None`: unchanged, not read).
     Found {
         project: Option<Value>,
         active: Active,
-        names: Option<Vec<String>>,
+        names: Option<Vec<ListedDomain>>,
     },
 }
 
@@ -195,9 +195,12 @@ pub async fn read_project(
     })
 }
 
-/// The names of `project`'s custom domains that route (`dns_status`),
-/// every page of them; `None` when the project is gone.
-async fn verified_names(client: &ApiClient, project: &str) -> Result<Option<Vec<String>>, Ended> {
+/// `project`'s custom domains that route (`dns_status`), every page of
+/// them; `None` when the project is gone.
+async fn verified_names(
+    client: &ApiClient,
+    project: &str,
+) -> Result<Option<Vec<ListedDomain>>, Ended> {
     let path = v1(&["projects", project, "domains"]);
     let mut names = Vec::new();
     let walked = client
@@ -205,7 +208,7 @@ async fn verified_names(client: &ApiClient, project: &str) -> Result<Option<Vec<
             let listed = items
                 .iter()
                 .filter_map(|item| ListedDomain::deserialize(item).ok());
-            names.extend(listed.filter(|d| d.dns_status).map(|d| d.name));
+            names.extend(listed.filter(|d| d.dns_status));
             ControlFlow::<()>::Continue(())
         })
         .await;

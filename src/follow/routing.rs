@@ -105,6 +105,13 @@ impl RoutingIndex {
         self.by_project.retain(|project, _| keep(project));
     }
 
+    /// Every name of the index with its project, by project.
+    pub fn names(&self) -> impl Iterator<Item = (&str, &HostName)> {
+        self.by_project
+            .iter()
+            .flat_map(|(project, names)| names.iter().map(move |name| (project.as_str(), name)))
+    }
+
     /// The names `project` routes, in their one form.
     #[cfg(test)]
     fn names_of(&self, project: &str) -> Vec<&str> {

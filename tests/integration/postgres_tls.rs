@@ -4,9 +4,6 @@
 //! makes.
 
 use proxydeck::store::{self, DatabaseUrl, PostgresSettings, StoreOptions};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
-};
 use tokio_postgres::config::Host;
 
 use crate::binary::*;
@@ -99,26 +96,6 @@ fn without_sslmode(url: &str) -> String {
         .filter(|pair| !pair.starts_with("sslmode="))
         .collect();
     format!("{base}?{}", kept.join("&"))
-}
-
-/// A certificate authority of the test's own.
-fn authority(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
-}
-
-/// A server certificate for `names` that `ca` signed, and its key (PEM).
-fn server_certificate(ca: &CertifiedIssuer<'static, KeyPair>, names: &[&str]) -> (String, String) {
-    let key = KeyPair::generate().unwrap();
-    let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
-    let certificate = CertificateParams::new(names)
-        .unwrap()
-        .signed_by(&key, ca)
-        .unwrap();
-    (certificate.pem(), key.serialize_pem())
 }
 
 /// Opens the store on `url`: its error as printed when it fails.

@@ -27,7 +27,6 @@ use std::sync::Arc;
 use percent_encoding::percent_decode_str;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
 use rustls::{
@@ -36,6 +35,8 @@ use rustls::{
 use tokio_postgres::Config;
 use tokio_postgres::config::{Host, SslMode as DriverSslMode};
 use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::tls_roots;
 
 /// How a connection uses TLS (libpq's `sslmode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,44 +235,16 @@ fn client_config(sslmode: SslMode, root: Option<&RootCert>) -> Result<ClientConf
 
 /// The certificates of the PEM file at `path`, as trust anchors.
 fn root_store(path: &std::path::Path) -> Result<RootCertStore, String> {
-    let shown = path.display();
-    let text = std::fs::read(path).map_err(|e| format!("sslrootcert {shown}: cannot read: {e}"))?;
-    let certificates = CertificateDer::pem_slice_iter(&text)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("sslrootcert {shown} is not a PEM file of certificates: {e}"))?;
-    if certificates.is_empty() {
-        return Err(format!(
-            "sslrootcert {shown} holds no certificate (PEM, -----BEGIN CERTIFICATE-----)"
-        ));
-    }
-    let mut roots = RootCertStore::empty();
-    for certificate in certificates {
-        roots
-            .add(certificate)
-            .map_err(|e| format!("sslrootcert {shown}: a certificate cannot be used: {e}"))?;
-    }
-    Ok(roots)
+    tls_roots::from_pem_file("sslrootcert", path)
 }
 
-/// The authorities the system trusts, where OpenSSL (and so libpq) finds
-/// them: `SSL_CERT_FILE` and `SSL_CERT_DIR` when set, else the system's
-/// store (`/etc/ssl/certs` on Debian).
+/// The authorities the system trusts.
 fn system_roots() -> Result<RootCertStore, String> {
-    let found = rustls_native_certs::load_native_certs();
-    let mut roots = RootCertStore::empty();
-    // One unreadable file among many does not make the others useless.
-    roots.add_parsable_certificates(found.certs);
-    if roots.is_empty() {
-        let why = found
-            .errors
-            .first()
-            .map(|error| format!(" ({error})"))
-            .unwrap_or_default();
-        return Err(format!(
-            "sslrootcert=system: this system trusts no authority{why}: install its certificates (ca-certificates) or give sslrootcert=PATH"
-        ));
-    }
-    Ok(roots)
+    tls_roots::system().map_err(|why| {
+        format!(
+            "sslrootcert=system: {why}: install its certificates (ca-certificates) or give sslrootcert=PATH"
+        )
+    })
 }
 
 /// What a failed TLS handshake (`cause`, tokio-postgres' error's source)

@@ -3,7 +3,8 @@
 //! `--exec` when what the files hold changed, resumes from its saved
 //! cursor after a restart, keeps the last files while the service is down,
 //! and keeps what a hostile service sends inside its folder; its routing
-//! index in `routing.rs`.
+//! index in `routing.rs`, the answer to an edge's `ask` in `ask.rs`, the
+//! certificates' probe in `certificates.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -15,6 +16,8 @@ use serde_json::Value;
 use crate::binary::*;
 use crate::helpers::*;
 
+mod ask;
+mod certificates;
 mod routing;
 
 /// A `proxydeck follow` child process, killed when dropped; its stderr

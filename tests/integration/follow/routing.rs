@@ -15,7 +15,7 @@ use crate::helpers::*;
 
 /// The service, its DNS checks asking `dns` (with their default
 /// schedule: these tests verify a name by checking it now).
-fn options(dns: &DnsServer) -> proxydeck::app::ServiceOptions {
+pub(super) fn options(dns: &DnsServer) -> proxydeck::app::ServiceOptions {
     proxydeck::app::ServiceOptions {
         domains: DomainOptions {
             resolver: Some(dns.addr()),
@@ -27,7 +27,7 @@ fn options(dns: &DnsServer) -> proxydeck::app::ServiceOptions {
 
 /// Adds `name` to `project`; with `verified`, publishes its record and
 /// checks it now, which verifies it.
-async fn add_domain(
+pub(super) async fn add_domain(
     app: &TestApp,
     dns: &DnsServer,
     token: &str,
@@ -77,7 +77,7 @@ fn wildcards(dir: &Path) -> Vec<String> {
 
 /// Waits until follow has applied everything written so far: its cursor
 /// is the feed's head.
-async fn caught_up(app: &TestApp, token: &str, dir: &Path) {
+pub(super) async fn caught_up(app: &TestApp, token: &str, dir: &Path) {
     let now = head(app, token).await;
     until("follow applies every change", || {
         saved_cursor(dir) == Some(now.clone())

@@ -51,6 +51,8 @@ mod feed;
 pub use feed::*;
 mod dns_server;
 pub use dns_server::*;
+mod tls;
+pub use tls::*;
 
 /// Token cache lifetime in tests: long, so that an entry goes only when a
 /// test moves the service's clock past it (`app.clock.advance(CACHE_TTL)`).
