@@ -12,7 +12,13 @@
 //! - every member may read the organization's projects and their proxy
 //!   settings; editors and admins may change them, a member is refused
 //!   (403);
-//! - every role manages its own tokens, and no one else's.
+//! - every role manages its own tokens, and no one else's;
+//! - every member reads the organization's members; only admins rename or
+//!   delete it, change roles, remove others and invite (docs/teams.md);
+//!   every member may leave; any user may create an organization (the
+//!   service's `--organization-creation` may keep that to operators);
+//! - a user is read by itself and by those it shares an organization
+//!   with, and changed by itself only.
 //!
 //! Nothing here reads the store: the callers read the facts and ask. Reads
 //! ask on the token's cached organizations (which know membership, not the
@@ -41,22 +47,45 @@ pub enum Action {
     ReadOwn,
     /// createApiToken, deleteApiToken: the caller's own tokens.
     ChangeOwnTokens,
+    /// createOrganization: asked with the caller as the target's owner.
+    CreateOrganization,
+    /// listOrganizationsUsers.
+    ReadMembers,
+    /// updateOrganization, deleteOrganization, updateOrganizationUser,
+    /// deleteOrganizationUser of another user, and the invitations
+    /// (create, list, get, delete).
+    ManageOrganization,
+    /// deleteOrganizationUser of the caller itself.
+    LeaveOrganization,
+    /// getUser: the caller itself, or a user it shares an organization
+    /// with (a member of it).
+    ReadUser,
+    /// updateUser: the caller itself only.
+    ChangeOwnUser,
 }
 
 impl Action {
-    pub const ALL: [Action; 6] = [
+    pub const ALL: [Action; 12] = [
         Action::ReadProjects,
         Action::ChangeProjects,
         Action::ActivateRevision,
         Action::ReadOrganization,
         Action::ReadOwn,
         Action::ChangeOwnTokens,
+        Action::CreateOrganization,
+        Action::ReadMembers,
+        Action::ManageOrganization,
+        Action::LeaveOrganization,
+        Action::ReadUser,
+        Action::ChangeOwnUser,
     ];
 
     /// What a refused role may not do, as the 403 says it.
     fn forbidden(self) -> &'static str {
         match self {
             Action::ActivateRevision => "activate the organization's proxy settings",
+            Action::ManageOrganization => "manage the organization, its members and invitations",
+            Action::ChangeOwnUser => "change another user",
             _ => "change the organization's projects",
         }
     }
@@ -158,7 +187,30 @@ pub fn decide(action: Action, facts: Facts) -> Result<(), Refusal> {
                 })
             }
         }
-        (Action::ReadOwn | Action::ChangeOwnTokens, Standing::Owner) => Ok(()),
+        (Action::ManageOrganization, Standing::Member(role)) => {
+            let role = role.unwrap_or(Role::Member);
+            if role == Role::Admin {
+                Ok(())
+            } else {
+                Err(Refusal::Forbidden {
+                    role,
+                    may_not: action.forbidden(),
+                })
+            }
+        }
+        (Action::ReadMembers | Action::LeaveOrganization, Standing::Member(_)) => Ok(()),
+        (Action::ReadUser, Standing::Member(_) | Standing::Owner) => Ok(()),
+        (Action::ChangeOwnUser, Standing::Member(role)) => Err(Refusal::Forbidden {
+            role: role.unwrap_or(Role::Member),
+            may_not: action.forbidden(),
+        }),
+        (
+            Action::ReadOwn
+            | Action::ChangeOwnTokens
+            | Action::CreateOrganization
+            | Action::ChangeOwnUser,
+            Standing::Owner,
+        ) => Ok(()),
         _ => Err(Refusal::NotFound),
     }
 }
@@ -210,6 +262,12 @@ mod tests {
             assert_eq!(decide(ReadOrganization, member(role)), Ok(()));
             assert_eq!(decide(ReadOwn, member(role)), Err(Refusal::NotFound));
         }
+        for action in [CreateOrganization, ReadUser, ChangeOwnUser] {
+            assert_ne!(
+                decide(action, Facts::live(Standing::Owner)),
+                Err(Refusal::NotFound)
+            );
+        }
         for action in [ChangeProjects, ActivateRevision] {
             assert_eq!(decide(action, member(Some(Role::Admin))), Ok(()));
             assert_eq!(decide(action, member(Some(Role::Editor))), Ok(()));
@@ -227,8 +285,47 @@ mod tests {
                 Err(Refusal::NotFound)
             );
         }
-        for action in [ReadOwn, ChangeOwnTokens] {
+        for action in [
+            ReadOwn,
+            ChangeOwnTokens,
+            CreateOrganization,
+            ReadUser,
+            ChangeOwnUser,
+        ] {
             assert_eq!(decide(action, Facts::live(Standing::Owner)), Ok(()));
+        }
+    }
+
+    #[test]
+    fn only_admins_manage_an_organization_and_every_member_reads_and_leaves() {
+        use Action::*;
+        let member = |role| Facts::live(Standing::Member(role));
+        assert_eq!(
+            decide(ManageOrganization, member(Some(Role::Admin))),
+            Ok(())
+        );
+        for role in [None, Some(Role::Editor), Some(Role::Member)] {
+            assert!(matches!(
+                decide(ManageOrganization, member(role)),
+                Err(Refusal::Forbidden { may_not, .. }) if may_not.contains("members")
+            ));
+            assert_eq!(decide(ReadMembers, member(role)), Ok(()));
+            assert_eq!(decide(LeaveOrganization, member(role)), Ok(()));
+            assert_eq!(decide(ReadUser, member(role)), Ok(()));
+            assert!(matches!(
+                decide(ChangeOwnUser, member(role)),
+                Err(Refusal::Forbidden { .. })
+            ));
+            assert_eq!(
+                decide(CreateOrganization, member(role)),
+                Err(Refusal::NotFound)
+            );
+        }
+        for action in [ManageOrganization, ReadMembers, LeaveOrganization] {
+            assert_eq!(
+                decide(action, Facts::live(Standing::Owner)),
+                Err(Refusal::NotFound)
+            );
         }
     }
 

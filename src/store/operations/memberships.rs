@@ -9,11 +9,13 @@ use crate::domain::access::{self, Action, Facts, Refusal, Standing};
 use crate::domain::directory::{
     OrganizationObject, OrganizationTag, OrganizationType, Role, UserTag, UserWithRoles,
 };
+use crate::domain::organization_set::OrganizationSet;
+use crate::domain::time::Timestamp;
 use crate::store::engine::operation::operation;
 use crate::store::error::StoreError;
 use crate::store::listing::OrganizationsQuery;
 use crate::store::page::JsonPage;
-use crate::store::sql::db::{Db, Param, Row, exists, query_opt, to_json, transaction};
+use crate::store::sql::db::{Db, Param, Row, exists, query_all, query_opt, to_json, transaction};
 use crate::store::sql::keyset::{objects_page, timestamp};
 
 /// The columns [`organization`] reads, in its order, of `organizations o`
@@ -278,4 +280,62 @@ async fn organizations_page(
         },
     )
     .await
+}
+
+/// Makes `user_id` a member of `organization_id` with `role` (or sets the
+/// role of a membership it has: the membership keeps its age, its version
+/// steps). A new membership is as old as the later of `joined_at` and the
+/// organization's creation (docs/management.md, "Roles and
+/// organizations"). An organization that does not exist or was deleted
+/// makes no row: answers whether one was written. The caller runs
+/// [`refresh_summary`] once its memberships are as they will stay.
+pub(crate) async fn put_membership(
+    db: &mut dyn Db,
+    user_id: &str,
+    organization_id: &str,
+    role: Role,
+    joined_at: Timestamp,
+) -> Result<bool, StoreError> {
+    let written = db
+        .execute(
+            "INSERT INTO memberships
+               (user_id, organization_id, role, created_at, organization_created_at, organization_type)
+             SELECT ?1, o.id, ?3, CASE WHEN o.created_at > ?4 THEN o.created_at ELSE ?4 END,
+                    o.created_at, o.type
+               FROM organizations o WHERE o.id = ?2 AND o.deleted_at IS NULL
+             ON CONFLICT (user_id, organization_id) DO UPDATE
+                SET role = excluded.role, version = memberships.version + 1
+              WHERE memberships.role <> excluded.role",
+            &[
+                Param::Text(user_id),
+                Param::Text(organization_id),
+                Param::Text(role.as_str()),
+                Param::Int(joined_at.as_millis()),
+            ],
+        )
+        .await?;
+    Ok(written > 0)
+}
+
+/// Rewrites the user's organizations, whole, as authentication reads
+/// them (`users.memberships`, migrations/sqlite/V3): run in the
+/// transaction of every write that adds, removes or ends a membership.
+pub(crate) async fn refresh_summary(db: &mut dyn Db, user_id: &str) -> Result<(), StoreError> {
+    let members = query_all(
+        db,
+        "SELECT m.organization_id, o.number FROM memberships m
+         JOIN organizations o ON o.id = m.organization_id WHERE m.user_id = ?1",
+        &[Param::Text(user_id)],
+        |row| Ok((row.text(0)?, row.int(1)?)),
+    )
+    .await?;
+    db.execute(
+        "UPDATE users SET memberships = ?2 WHERE id = ?1",
+        &[
+            Param::Text(user_id),
+            Param::Text(OrganizationSet::new(members).summary()),
+        ],
+    )
+    .await?;
+    Ok(())
 }

@@ -8,12 +8,12 @@ use crate::domain::FieldError;
 use crate::domain::api_token::ApiToken;
 use crate::domain::change::ChangeKind;
 use crate::domain::directory::{MAX_SLUG_CHARS, Organization, Role, User, slug_of};
-use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
 use crate::store::engine::operation::operation;
 use crate::store::error::{Conflict, StoreError};
 use crate::store::operations::api_tokens::insert_token;
 use crate::store::operations::changes;
+use crate::store::operations::memberships::{put_membership, refresh_summary};
 use crate::store::sql::db::{Db, Param, exists, query_all, query_opt, transaction};
 use crate::store::tokens::NewToken;
 
@@ -159,7 +159,7 @@ pub(crate) async fn missing_organization(
     for (field, organization) in named {
         if !exists(
             db,
-            "SELECT 1 FROM organizations WHERE id = ?1",
+            "SELECT 1 FROM organizations WHERE id = ?1 AND deleted_at IS NULL",
             &[Param::Text(organization)],
         )
         .await?
@@ -209,39 +209,9 @@ pub(crate) async fn replace_memberships(
         return Ok(false);
     }
     for (organization, role) in roles {
-        db.execute(
-            "INSERT INTO memberships
-               (user_id, organization_id, role, created_at, organization_created_at, organization_type)
-             SELECT ?1, o.id, ?3, CASE WHEN o.created_at > ?4 THEN o.created_at ELSE ?4 END,
-                    o.created_at, o.type
-               FROM organizations o WHERE o.id = ?2
-             ON CONFLICT (user_id, organization_id) DO UPDATE SET role = excluded.role",
-            &[
-                Param::Text(user_id),
-                Param::Text(organization),
-                Param::Text(role.as_str()),
-                Param::Int(user_created_at.as_millis()),
-            ],
-        )
-        .await?;
+        put_membership(db, user_id, organization, *role, user_created_at).await?;
     }
-    // The user's organizations, whole, as authentication reads them.
-    let members = query_all(
-        db,
-        "SELECT m.organization_id, o.number FROM memberships m
-         JOIN organizations o ON o.id = m.organization_id WHERE m.user_id = ?1",
-        &[Param::Text(user_id)],
-        |row| Ok((row.text(0)?, row.int(1)?)),
-    )
-    .await?;
-    db.execute(
-        "UPDATE users SET memberships = ?2 WHERE id = ?1",
-        &[
-            Param::Text(user_id),
-            Param::Text(OrganizationSet::new(members).summary()),
-        ],
-    )
-    .await?;
+    refresh_summary(db, user_id).await?;
     Ok(true)
 }
 

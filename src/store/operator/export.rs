@@ -30,7 +30,11 @@ async fn count_objects(db: &mut dyn Db, _: &CountObjects) -> Result<ObjectCounts
     }
     transaction!(db, begin_read, {
         Ok(ObjectCounts {
-            organizations: count(db, "SELECT count(*) FROM organizations").await?,
+            organizations: count(
+                db,
+                "SELECT count(*) FROM organizations WHERE deleted_at IS NULL",
+            )
+            .await?,
             users: count(db, "SELECT count(*) FROM users").await?,
             projects: count(db, "SELECT count(*) FROM projects WHERE deleted_at IS NULL").await?,
             proxy_settings: count(
@@ -211,7 +215,7 @@ async fn each_organization(
 ) -> Result<bool, StoreError> {
     let mut complete = true;
     db.query(
-        "SELECT id, name, slug, type, created_at FROM organizations ORDER BY created_at, id",
+        "SELECT id, name, slug, type, created_at FROM organizations WHERE deleted_at IS NULL ORDER BY created_at, id",
         &[],
         &mut |row| {
             complete = each(Organization {
