@@ -21,6 +21,7 @@ const state = {
   me: null,
   organizations: null, // Map id -> organization, once loaded
   view: null, // the AbortController of the view on screen
+  invitation: null, // an invitation's secret, taken from the address (#/accept)
 };
 
 // ----- The DOM, built from parts (never from markup strings) -----
@@ -50,7 +51,7 @@ const main = () => $("main");
  * and screen-reader users start there. */
 function show(...nodes) {
   const area = main();
-  area.replaceChildren(...nodes.flat());
+  area.replaceChildren(...nodes.flat().filter((node) => node !== null && node !== undefined));
   area.removeAttribute("aria-busy");
   const heading = area.querySelector("h1");
   if (heading) {
@@ -91,15 +92,16 @@ class ApiError extends Error {
   }
 }
 
-/** One call of the public API with the session's token. Answers the JSON
- * body and the ETag; throws ApiError on a refusal or a network failure. */
-async function api(method, path, { body, signal, headers = {} } = {}) {
+/** One call of the public API with the session's token (none when
+ * `anonymous`). Answers the JSON body and the ETag; throws ApiError on a
+ * refusal or a network failure. */
+async function api(method, path, { body, signal, headers = {}, anonymous = false } = {}) {
   const init = {
     method,
     signal,
     cache: "no-store",
     credentials: "omit",
-    headers: { Accept: "application/json", Authorization: `Bearer ${state.token}`, ...headers },
+    headers: { Accept: "application/json", ...(anonymous ? {} : { Authorization: `Bearer ${state.token}` }), ...headers },
   };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
@@ -330,9 +332,19 @@ const ROUTES = [
   [/^\/projects\/([^/]+)$/, viewProject],
   [/^\/projects$/, viewProjects],
   [/^\/tokens$/, viewTokens],
+  [/^\/organizations\/([^/]+)$/, viewOrganization],
+  [/^\/organizations$/, viewOrganizations],
 ];
 
 function route() {
+  takeInvitationFromAddress();
+  if (hashParams().path === "/accept") {
+    // Reachable signed out: the invitation may make the account.
+    state.view?.abort();
+    state.view = null;
+    viewAccept();
+    return;
+  }
   if (!state.token) {
     showSignIn();
     return;
@@ -1327,6 +1339,662 @@ async function revoke(token, problem) {
   }
 }
 
+// ----- Teams: organizations, their members and invitations -----
+// docs/teams.md: any user creates an organization (and is its admin);
+// admins rename and delete it, change roles, remove members and invite
+// people; any member reads the members and may leave. The API decides:
+// the console shows admins' controls to admins only, and every refusal
+// in the API's own words.
+
+const ROLES = ["admin", "editor", "member"];
+const MEMBERS_PAGE = 20;
+
+/** A new Idempotency-Key (128 random bits; getRandomValues works on a
+ * plain-HTTP address too, unlike randomUUID). */
+function newIdempotencyKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `console-${[...bytes].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/** The Idempotency-Key of a create from `form` with `body`: the same key
+ * while the same body is sent again (a retry after no answer replays the
+ * first answer instead of creating twice), a new one for another body. */
+const createKeys = new WeakMap();
+function idempotencyKeyFor(form, body) {
+  const sent = JSON.stringify(body);
+  const kept = createKeys.get(form);
+  if (kept && kept.sent === sent) return kept.key;
+  const key = newIdempotencyKey();
+  createKeys.set(form, { sent, key });
+  return key;
+}
+
+/** A labelled field with a place for the API's word on it (its
+ * `params[].param` is `param`): `input` needs an id. */
+const fieldErrors = new WeakMap();
+function field(labelText, input, param) {
+  const said = h("span", { class: "field-error", id: `${input.id}-error`, "data-param": param });
+  fieldErrors.set(input, said);
+  input.setAttribute("aria-describedby", said.id);
+  return h("span", { class: "field" }, h("label", { for: input.id, text: labelText }), input, said);
+}
+
+function clearFieldErrors(inputs) {
+  for (const input of Object.values(inputs)) {
+    input.removeAttribute("aria-invalid");
+    const said = fieldErrors.get(input);
+    if (said) said.textContent = "";
+  }
+}
+
+/** A refusal, in the API's words: each member it names (`params`) next to
+ * its field in `inputs` (keyed by the API's name), the rest in `general`.
+ * 403 and 409 are said as the API words them. */
+function refusal(error, general, inputs = {}, action = "do this", organizationId = null) {
+  if (error.name === "AbortError" || endSessionOn(error)) return;
+  clearFieldErrors(inputs);
+  const params = error.body?.error?.params || [];
+  const elsewhere = [];
+  let first = null;
+  for (const p of params) {
+    const input = inputs[p.param];
+    const said = input && fieldErrors.get(input);
+    if (said) {
+      said.textContent = `${p.param} ${p.message}`;
+      input.setAttribute("aria-invalid", "true");
+      first ??= input;
+    } else elsewhere.push(p);
+  }
+  const apiSaid = error.body?.error?.message;
+  let text;
+  if ((error.status === 403 || error.status === 409) && apiSaid) text = apiSaid;
+  else if (error.status === 400 && params.length && !elsewhere.length) text = "Check the fields marked below.";
+  else if (error.status === 400 && elsewhere.length) text = `The service refused the request as invalid: ${elsewhere.map((p) => `${p.param}: ${p.message}`).join("; ")}`;
+  else text = explain(error, action, organizationId);
+  general.replaceChildren(errorBox(text));
+  first?.focus();
+}
+
+/** The caller again (its roles), and the organizations read afresh: after
+ * it joined, created or left one. */
+async function refreshMe(signal) {
+  const { body } = await api("GET", "/v1/users/me", { signal });
+  signedIn(body);
+  state.organizations = null;
+  return body;
+}
+
+async function viewOrganizations(_, __, signal) {
+  loading("your organizations");
+  state.organizations = null;
+  const organizations = await loadOrganizations(signal);
+  const rows = [...organizations.values()].map((organization) =>
+    h(
+      "tr",
+      { "data-organization": organization.id },
+      h("td", { "data-label": "Name" }, h("a", { href: `#/organizations/${encodeURIComponent(organization.id)}`, text: organization.name })),
+      h("td", { "data-label": "Slug" }, h("code", { text: organization.slug })),
+      h("td", { "data-label": "Your role", text: roleIn(organization.id) }),
+      h("td", { "data-label": "Projects" }, h("a", { href: `#/projects?${query({ organization_id: organization.id })}`, text: `Projects of ${organization.name}` })),
+    ),
+  );
+  const table = rows.length
+    ? h(
+        "table",
+        { class: "list", id: "organizations" },
+        h("caption", { class: "visually-hidden", text: "Your organizations" }),
+        h("thead", {}, h("tr", {}, ["Name", "Slug", "Your role", "Projects"].map((n) => h("th", { scope: "col", text: n })))),
+        h("tbody", {}, rows),
+      )
+    : h("p", { class: "empty", text: "You are in no organization yet: create one, or accept an invitation." });
+  show(h("h1", { text: "Organizations" }), table, createOrganizationForm(signal));
+}
+
+/** The slug a name suggests: lowercase letters and digits, `-` between. */
+const slugOf = (name) =>
+  name
+    .toLowerCase()
+    .normalize("NFKD")
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 63)
+    .replace(/-+$/g, "");
+
+function createOrganizationForm(signal) {
+  const name = h("input", { id: "new-org-name", name: "name", required: true, maxlength: 100, autocomplete: "off" });
+  const slug = h("input", { id: "new-org-slug", name: "slug", required: true, maxlength: 63, autocomplete: "off", spellcheck: "false", pattern: "[a-z0-9]([a-z0-9-]*[a-z0-9])?", title: "a-z, 0-9 and -, not at either end" });
+  let slugTyped = false;
+  name.addEventListener("input", () => {
+    if (!slugTyped) slug.value = slugOf(name.value);
+  });
+  slug.addEventListener("input", () => {
+    slugTyped = slug.value !== "";
+  });
+  const problem = h("div", { class: "form-problem" });
+  const form = h(
+    "form",
+    {
+      class: "card toolbar",
+      id: "create-organization",
+      "aria-label": "Create an organization",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const body = { name: name.value.trim(), slug: slug.value.trim() };
+        problem.replaceChildren(h("p", { class: "loading", role: "status", text: "Creating…" }));
+        try {
+          const { body: made } = await api("POST", "/v1/organizations", { body, signal, headers: { "Idempotency-Key": idempotencyKeyFor(form, body) } });
+          createKeys.delete(form);
+          await refreshMe(signal);
+          notify(`${made.name} was created: you are its admin. Invite people from its page.`);
+          go(`#/organizations/${encodeURIComponent(made.id)}`);
+        } catch (error) {
+          refusal(error, problem, { name, slug }, "create organizations");
+        }
+      },
+    },
+    h("h2", { text: "Create an organization" }),
+    h("p", { class: "muted", text: "You become its admin. The slug names it in addresses and the terminal client: a-z, 0-9 and -." }),
+    field("Name", name, "name"),
+    field("Slug", slug, "slug"),
+    h("button", { type: "submit", class: "primary", text: "Create organization" }),
+    problem,
+  );
+  return form;
+}
+
+async function viewOrganization([id], params, signal) {
+  const start = params.get("start_key") || "";
+  loading("the organization");
+  await loadOrganizations(signal);
+  const answer = await api("GET", `/v1/organizations/${encodeURIComponent(id)}`, { signal });
+  const organization = answer.body;
+  const page = { organization, etag: answer.etag, admin: roleIn(organization.id) === "admin" };
+  const heading = h("h1", { text: organization.name });
+  const about = h("section", { class: "card", id: "organization", "aria-labelledby": "s-organization" });
+  const members = h("section", { class: "card wide", id: "members", "aria-labelledby": "s-members" }, h("h2", { id: "s-members", text: "Members" }));
+  const invitations = page.admin
+    ? h("section", { class: "card wide", id: "invitations", "aria-labelledby": "s-invitations" }, h("h2", { id: "s-invitations", text: "Invitations" }))
+    : null;
+  const danger = page.admin ? deleteOrganizationCard(page, signal) : null;
+  showAbout(page, about, heading, signal);
+  show(
+    ...[
+      h("p", { class: "crumbs" }, h("a", { href: "#/organizations", text: "Organizations" }), " / ", organization.slug),
+      heading,
+      about,
+      members,
+      invitations,
+      danger,
+    ].filter((part) => part !== null),
+  );
+  await Promise.all([showMembers(page, members, start, signal), invitations ? showInvitations(page, invitations, signal) : null]);
+}
+
+/** The organization's name, slug and the caller's role; admins rename it
+ * (If-Match with the organization's ETag). */
+function showAbout(page, section, heading, signal) {
+  const { organization } = page;
+  const parts = [
+    settings("s-organization", "Organization", [
+      ["Name", organization.name],
+      ["Slug", organization.slug],
+      ["Id", organization.id],
+      ["Your role", roleIn(organization.id)],
+      ["Projects", h("a", { href: `#/projects?${query({ organization_id: organization.id })}`, text: `Projects of ${organization.name}` })],
+    ]).querySelector("dl"),
+  ];
+  if (page.admin) {
+    const name = h("input", { id: "org-name", name: "name", required: true, maxlength: 100, autocomplete: "off" });
+    const slug = h("input", { id: "org-slug", name: "slug", required: true, maxlength: 63, autocomplete: "off", spellcheck: "false" });
+    name.value = organization.name;
+    slug.value = organization.slug;
+    const problem = h("div", { class: "form-problem" });
+    parts.push(
+      h(
+        "form",
+        {
+          class: "toolbar wide",
+          id: "rename-organization",
+          "aria-label": "Rename the organization",
+          onsubmit: async (event) => {
+            event.preventDefault();
+            const body = { id: organization.id };
+            if (name.value.trim() !== organization.name) body.name = name.value.trim();
+            if (slug.value.trim() !== organization.slug) body.slug = slug.value.trim();
+            problem.replaceChildren(h("p", { class: "loading", role: "status", text: "Saving…" }));
+            try {
+              const headers = page.etag ? { "If-Match": page.etag } : {};
+              const { body: changed, etag } = await api("POST", `/v1/organizations/${encodeURIComponent(organization.id)}`, { body, signal, headers });
+              page.organization = changed;
+              page.etag = etag;
+              state.organizations?.set(changed.id, changed);
+              heading.textContent = changed.name;
+              notify(`The organization is now ${changed.name} (${changed.slug}).`);
+              showAbout(page, section, heading, signal);
+            } catch (error) {
+              refusal(error, problem, { name, slug }, "rename this organization", organization.id);
+            }
+          },
+        },
+        h("h3", { text: "Rename" }),
+        field("Name", name, "name"),
+        field("Slug", slug, "slug"),
+        h("button", { type: "submit", class: "primary", text: "Save" }),
+        problem,
+      ),
+    );
+  }
+  section.replaceChildren(h("h2", { id: "s-organization", text: "Organization" }), ...parts);
+}
+
+/** A page of members (keyset-paged through the API's cursor, like the
+ * projects): each with its role; admins change a role and remove a
+ * member, anyone leaves. */
+async function showMembers(page, section, start, signal) {
+  const { organization } = page;
+  const heading = section.querySelector("h2");
+  section.replaceChildren(heading, h("p", { class: "loading", role: "status", text: "Loading members…" }));
+  let body;
+  try {
+    ({ body } = await api("GET", `/v1/organizations/${encodeURIComponent(organization.id)}/users?${query({ limit: MEMBERS_PAGE, start_key: start })}`, { signal }));
+  } catch (error) {
+    if (error.name === "AbortError" || endSessionOn(error)) return;
+    section.replaceChildren(heading, errorBox(explain(error, "see the members", organization.id)));
+    return;
+  }
+  const problem = h("div", { class: "members-problem" });
+  const rows = body.data.map((member) => memberRow(page, member, problem, section, start, signal));
+  const table = rows.length
+    ? h(
+        "table",
+        { class: "list", id: "member-list" },
+        h("caption", { class: "visually-hidden", text: "Members" }),
+        h("thead", {}, h("tr", {}, ["Name", "Email", "Role", "Actions"].map((n) => h("th", { scope: "col", text: n })))),
+        h("tbody", {}, rows),
+      )
+    : h("p", { class: "empty", text: start ? "No more members." : "No members." });
+  const hashFor = (key) => `#/organizations/${encodeURIComponent(organization.id)}?${query({ start_key: key })}`;
+  section.replaceChildren(
+    ...[
+      heading,
+      page.admin ? null : h("p", { class: "muted", text: `Your role in ${organization.name} is ${roleIn(organization.id)}: you can read the members and leave; changing roles, removing members and inviting needs an admin.` }),
+      problem,
+      table,
+      pager("Pages of members", start, body.has_more ? body.last_key : "", hashFor),
+    ].filter((part) => part !== null),
+  );
+}
+
+/** The ETags the API gave for memberships (by user id), from the answers
+ * of role changes: sent as If-Match on the next change of that member. */
+const membershipTags = new Map();
+
+function memberRow(page, member, problem, section, start, signal) {
+  const { organization } = page;
+  const self = member.id === state.me?.id;
+  let roleCell = h("td", { "data-label": "Role", class: "role", text: member.role });
+  const actions = [];
+  if (page.admin) {
+    const select = h(
+      "select",
+      { id: `role-${member.id}`, class: "member-role", "aria-label": `Role of ${member.name || member.email}` },
+      ROLES.map((role) => h("option", { value: role, selected: role === member.role, text: role })),
+    );
+    roleCell = h(
+      "td",
+      { "data-label": "Role", class: "role" },
+      h(
+        "span",
+        { class: "field" },
+        select,
+        h("button", { type: "button", class: "set-role", text: "Change role", onclick: () => changeRole(page, member, select.value, problem, section, start, signal) }),
+      ),
+    );
+  }
+  if (self) {
+    actions.push(h("button", { type: "button", class: "danger leave", text: `Leave ${organization.name}`, onclick: () => leave(page, problem, signal) }));
+  } else if (page.admin) {
+    actions.push(h("button", { type: "button", class: "danger remove-member", text: `Remove ${member.name || member.email}`, onclick: () => removeMember(page, member, problem, section, start, signal) }));
+  }
+  return h(
+    "tr",
+    { "data-member": member.id },
+    h("td", { "data-label": "Name" }, member.name || "—", self ? h("span", { class: "muted", text: " (you)" }) : null),
+    h("td", { "data-label": "Email", text: member.email }),
+    roleCell,
+    h("td", { "data-label": "" }, ...actions),
+  );
+}
+
+async function changeRole(page, member, role, problem, section, start, signal) {
+  const { organization } = page;
+  if (role === member.role) {
+    problem.replaceChildren(h("p", { class: "muted", role: "status", text: `${member.email} is ${role} already.` }));
+    return;
+  }
+  problem.replaceChildren(h("p", { class: "loading", role: "status", text: "Changing the role…" }));
+  try {
+    const tag = membershipTags.get(`${organization.id}/${member.id}`) || member.etag;
+    const headers = tag ? { "If-Match": tag } : {};
+    const { body, etag } = await api("POST", `/v1/organizations/${encodeURIComponent(organization.id)}/users/${encodeURIComponent(member.id)}`, { body: { role }, signal, headers });
+    if (etag) membershipTags.set(`${organization.id}/${member.id}`, etag);
+    notify(`${body.email} is now ${body.role} of ${organization.name}.`);
+    if (member.id === state.me?.id) {
+      await refreshMe(signal);
+      route();
+      return;
+    }
+    await showMembers(page, section, start, signal);
+  } catch (error) {
+    refusal(error, problem, {}, "change roles", organization.id);
+  }
+}
+
+async function removeMember(page, member, problem, section, start, signal) {
+  const { organization } = page;
+  const who = member.name ? `${member.name} (${member.email})` : member.email;
+  const confirmed = await confirmAction(
+    `Remove ${who} from ${organization.name}?`,
+    `${who} loses access to ${organization.name} and its projects: at once for changes, within a few seconds for reading. To let them back, invite them again.`,
+    "Remove",
+  );
+  if (!confirmed) return;
+  try {
+    await api("DELETE", `/v1/organizations/${encodeURIComponent(organization.id)}/users/${encodeURIComponent(member.id)}`, { signal });
+    membershipTags.delete(`${organization.id}/${member.id}`);
+    notify(`${who} was removed from ${organization.name}.`);
+    await showMembers(page, section, start, signal);
+  } catch (error) {
+    refusal(error, problem, {}, "remove members", organization.id);
+  }
+}
+
+async function leave(page, problem, signal) {
+  const { organization } = page;
+  const confirmed = await confirmAction(
+    `Leave ${organization.name}?`,
+    `You lose access to ${organization.name} and its projects. To come back, an admin must invite you again.`,
+    `Leave ${organization.name}`,
+  );
+  if (!confirmed) return;
+  try {
+    await api("DELETE", `/v1/organizations/${encodeURIComponent(organization.id)}/users/${encodeURIComponent(state.me.id)}`, { signal });
+    await refreshMe(signal);
+    notify(`You left ${organization.name}.`);
+    go("#/organizations");
+  } catch (error) {
+    refusal(error, problem, {}, "leave", organization.id);
+  }
+}
+
+/** The pending (and expired) invitations of the organization, and the
+ * form that invites someone; admins only. */
+async function showInvitations(page, section, signal) {
+  const { organization } = page;
+  const heading = h("h2", { id: "s-invitations", text: "Invitations" });
+  const made = h("div", { id: "invitation-made" });
+  const email = h("input", { id: "invite-email", name: "email", type: "email", required: true, autocomplete: "off", spellcheck: "false", maxlength: 320 });
+  const role = h("select", { id: "invite-role", name: "role" }, ROLES.map((r) => h("option", { value: r, selected: r === "member", text: r })));
+  const problem = h("div", { class: "form-problem" });
+  const list = h("div", { class: "invitation-list" });
+  const form = h(
+    "form",
+    {
+      class: "toolbar",
+      id: "invite",
+      "aria-label": "Invite someone",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const body = { organization_id: organization.id, email: email.value.trim(), role: role.value };
+        problem.replaceChildren(h("p", { class: "loading", role: "status", text: "Inviting…" }));
+        try {
+          const { body: invitation } = await api("POST", "/v1/invitations", { body, signal, headers: { "Idempotency-Key": idempotencyKeyFor(form, body) } });
+          createKeys.delete(form);
+          problem.replaceChildren();
+          clearFieldErrors({ email, role });
+          made.replaceChildren(invitationMade(invitation, made));
+          email.value = "";
+          await listInvitations(page, list, signal);
+          made.querySelector("input, h3")?.focus();
+        } catch (error) {
+          refusal(error, problem, { email, role, organization_id: email }, "invite people", organization.id);
+        }
+      },
+    },
+    h("h3", { text: "Invite someone" }),
+    field("Email", email, "email"),
+    field("Role", role, "role"),
+    h("button", { type: "submit", class: "primary", text: "Invite" }),
+    problem,
+  );
+  section.replaceChildren(heading, made, form, list);
+  await listInvitations(page, list, signal);
+}
+
+/** What became of a new invitation: emailed, or its link to pass on,
+ * shown this once (the service keeps only its digest). */
+function invitationMade(invitation, out) {
+  if (invitation.delivery === "email") {
+    return h("p", { class: "notice-inline", role: "status", text: `An invitation was emailed to ${invitation.email}, as ${invitation.role}.` });
+  }
+  if (!invitation.accept_url) {
+    // A replay of a create whose first answer was lost keeps no secret.
+    return errorBox(`The invitation for ${invitation.email} was made, but its link is shown only once and this answer no longer holds it: revoke it and invite again.`);
+  }
+  const link = h("input", { id: "invitation-link", type: "text", readonly: true, "aria-label": "The invitation's link", spellcheck: "false" });
+  link.value = invitation.accept_url;
+  const copied = h("span", { role: "status", class: "muted" });
+  return h(
+    "section",
+    { class: "card secret", role: "alert", "aria-labelledby": "invitation-title" },
+    h("h3", { id: "invitation-title", text: `Invitation for ${invitation.email} (${invitation.role})`, tabindex: "-1" }),
+    h(
+      "p",
+      { class: "warning" },
+      h("strong", { text: "Pass this link on now: " }),
+      "no email was sent, and this is the only time it is shown. Whoever opens it can join as that email until it is used, revoked or expires",
+      invitation.expires_at ? [" (", when(invitation.expires_at), ")"] : "",
+      ".",
+    ),
+    h("div", { class: "toolbar" }, link, copyButton({ id: "copy-invitation" }, () => link.value, copied, () => link.select()), copied),
+    h("button", { type: "button", id: "hide-invitation", text: "I have passed it on: hide it", onclick: () => out.replaceChildren() }),
+  );
+}
+
+async function listInvitations(page, list, signal, loaded = [], start = "") {
+  const { organization } = page;
+  let invitations = loaded;
+  let more = "";
+  try {
+    const { body } = await api("GET", `/v1/invitations?${query({ organization_id: organization.id, limit: 100, start_key: start })}`, { signal });
+    invitations = [...loaded, ...body.data];
+    more = body.has_more ? body.last_key : "";
+  } catch (error) {
+    if (error.name === "AbortError" || endSessionOn(error)) return;
+    list.replaceChildren(errorBox(explain(error, "see the invitations", organization.id)));
+    return;
+  }
+  const problem = h("div", {});
+  const rows = invitations.map((invitation) =>
+    h(
+      "tr",
+      { "data-invitation": invitation.id },
+      h("td", { "data-label": "Email", text: invitation.email }),
+      h("td", { "data-label": "Role", text: invitation.role }),
+      h("td", { "data-label": "Status", text: invitation.status === "expired" ? "expired" : "pending" }),
+      h("td", { "data-label": "Sent" }, when(invitation.created_at)),
+      h("td", { "data-label": "Expires" }, when(invitation.expires_at)),
+      h(
+        "td",
+        { "data-label": "" },
+        h("button", {
+          type: "button",
+          class: "danger revoke-invitation",
+          text: `Revoke ${invitation.email}`,
+          onclick: () => revokeInvitation(page, invitation, list, problem, signal),
+        }),
+      ),
+    ),
+  );
+  list.replaceChildren(
+    ...[
+      problem,
+      rows.length
+        ? h(
+            "table",
+            { class: "list", id: "invitation-rows" },
+            h("caption", { class: "visually-hidden", text: "Invitations not accepted yet" }),
+            h("thead", {}, h("tr", {}, ["Email", "Role", "Status", "Sent", "Expires", "Actions"].map((n) => h("th", { scope: "col", text: n })))),
+            h("tbody", {}, rows),
+          )
+        : h("p", { class: "empty", text: "No invitation waits to be accepted." }),
+      more ? h("button", { type: "button", text: "Load more invitations", onclick: () => listInvitations(page, list, signal, invitations, more) }) : null,
+    ].filter((part) => part !== null),
+  );
+}
+
+async function revokeInvitation(page, invitation, list, problem, signal) {
+  const confirmed = await confirmAction(
+    `Revoke the invitation for ${invitation.email}?`,
+    `Its link stops working: ${invitation.email} can no longer join ${page.organization.name} with it.`,
+    "Revoke",
+  );
+  if (!confirmed) return;
+  try {
+    await api("DELETE", `/v1/invitations/${encodeURIComponent(invitation.id)}`, { signal });
+    notify(`The invitation for ${invitation.email} was revoked.`);
+    await listInvitations(page, list, signal);
+  } catch (error) {
+    refusal(error, problem, {}, "revoke invitations", page.organization.id);
+  }
+}
+
+/** Deleting the organization: admins; the API refuses it (409) while it
+ * has projects, and says how many. */
+function deleteOrganizationCard(page, signal) {
+  const problem = h("div", { class: "delete-problem" });
+  return h(
+    "section",
+    { class: "card wide", id: "delete-organization", "aria-labelledby": "s-delete" },
+    h("h2", { id: "s-delete", text: "Delete the organization" }),
+    h("p", { text: "Every member loses it, its pending invitations end and its slug is free again. An organization with projects cannot be deleted: delete each project first, so that every edge applies the change." }),
+    h("button", {
+      type: "button",
+      class: "danger",
+      id: "delete-organization-button",
+      text: `Delete ${page.organization.name}`,
+      onclick: async () => {
+        const { organization } = page;
+        const confirmed = await confirmAction(`Delete ${organization.name}?`, `${organization.name} and its memberships end for every member. This cannot be undone.`, `Delete ${organization.name}`);
+        if (!confirmed) return;
+        try {
+          const headers = page.etag ? { "If-Match": page.etag } : {};
+          await api("DELETE", `/v1/organizations/${encodeURIComponent(organization.id)}`, { signal, headers });
+          await refreshMe(signal);
+          notify(`${organization.name} was deleted.`);
+          go("#/organizations");
+        } catch (error) {
+          refusal(error, problem, {}, "delete this organization", organization.id);
+          if (error.status === 409) {
+            problem.append(
+              h("p", {}, "Delete its projects first (", h("a", { href: `#/projects?${query({ organization_id: organization.id })}`, text: `the projects of ${organization.name}` }), "), then delete the organization."),
+            );
+          }
+        }
+      },
+    }),
+    problem,
+  );
+}
+
+// ----- Accepting an invitation (`#/accept?invitation=SECRET`) -----
+
+/** Takes the invitation's secret out of the address at once: it stays in
+ * memory only (not in history, not in the markup). */
+function takeInvitationFromAddress() {
+  const { path, params } = hashParams();
+  if (path === "/accept" && params.has("invitation")) {
+    state.invitation = params.get("invitation");
+    history.replaceState(null, "", "#/accept");
+  }
+}
+
+function viewAccept() {
+  const secret = state.invitation;
+  if (!secret) {
+    show(
+      h("h1", { text: "Accept an invitation" }),
+      h("p", { text: "This page needs the link of your invitation. Open the link from the invitation again; if it no longer works, ask an admin of the organization for a new one." }),
+      state.token ? h("p", {}, h("a", { href: "#/projects", text: "Go to your projects" })) : null,
+    );
+    return;
+  }
+  const email = h("input", { id: "accept-email", name: "email", type: "email", required: true, autocomplete: "email", spellcheck: "false" });
+  const name = h("input", { id: "accept-name", name: "name", maxlength: 200, autocomplete: "name" });
+  if (state.me) email.value = state.me.email;
+  const problem = h("div", { id: "accept-problem" });
+  const inputs = state.token ? { email } : { email, name };
+  const form = h(
+    "form",
+    { class: "card sign-in", id: "accept", "aria-label": "Accept the invitation", onsubmit: (event) => accept(event, secret, inputs, problem) },
+    field("Your email (the one the invitation was sent to)", email, "email"),
+    state.token ? null : field("Your name, for a new account (optional)", name, "name"),
+    h("button", { type: "submit", class: "primary", text: "Accept the invitation" }),
+  );
+  show(
+    h("h1", { text: "Accept an invitation" }),
+    state.me
+      ? h("p", { text: `You are signed in as ${state.me.name} (${state.me.email}): the organization is added to this account. To accept with another account, sign out first (the link stays usable in this tab).` })
+      : h(
+          "p",
+          {},
+          "Without an account yet: give your email, and one is made for you and signed in here. If you have an account with this email, ",
+          h("button", { type: "button", id: "accept-sign-in", class: "link", text: "sign in first", onclick: () => showSignIn() }),
+          ".",
+        ),
+    problem,
+    form,
+  );
+  email.focus();
+}
+
+async function accept(event, secret, inputs, problem) {
+  event.preventDefault();
+  const body = { secret, email: inputs.email.value.trim() };
+  if (inputs.name && inputs.name.value.trim()) body.name = inputs.name.value.trim();
+  problem.replaceChildren(h("p", { class: "loading", role: "status", text: "Accepting…" }));
+  let answer;
+  try {
+    ({ body: answer } = await api("POST", "/v1/invitations/accept", { body, anonymous: !state.token }));
+  } catch (error) {
+    if (error.status === 401 && state.token) {
+      endSessionOn(error);
+      return;
+    }
+    clearFieldErrors(inputs);
+    const said = error.body?.error?.message;
+    // The refusals are the API's sentences ("this invitation cannot be
+    // accepted: ...", "an account with this email exists: ..."): as is.
+    if ((error.status === 404 || error.status === 409) && said) problem.replaceChildren(errorBox(said));
+    else refusal(error, problem, inputs, "accept this invitation");
+    return;
+  }
+  state.invitation = null;
+  if (answer.api_token?.token) {
+    state.token = answer.api_token.token;
+    sessionStorage.setItem(TOKEN_KEY, state.token);
+  }
+  try {
+    await refreshMe();
+    await loadOrganizations();
+  } catch (error) {
+    if (endSessionOn(error)) return;
+  }
+  notify(`Welcome to ${organizationName(answer.organization_id)}: you are ${answer.role} there.`);
+  history.replaceState(null, "", `#/projects?${query({ organization_id: answer.organization_id })}`);
+  route();
+}
+
 // The rule of comparing revisions, for the cases both this console and
 // the terminal run (tests/integration/console/): a module's export, so
 // nothing is added to the page's globals.
@@ -1339,9 +2007,12 @@ async function start() {
   // Fires on Back, Forward and every change of the address's #part
   // (links, typing), never on our own pushState.
   window.addEventListener("popstate", route);
+  // An invitation's link: its secret leaves the address before anything
+  // else happens (a reload, the history, a screenshot of the bar).
+  takeInvitationFromAddress();
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (!token) {
-    showSignIn();
+    route();
     return;
   }
   state.token = token;
@@ -1352,7 +2023,8 @@ async function start() {
     route();
   } catch (error) {
     forgetToken();
-    showSignIn(explain(error));
+    if (hashParams().path === "/accept") route();
+    else showSignIn(explain(error));
   }
 }
 
