@@ -1433,7 +1433,7 @@ async function viewOrganizations(_, __, signal) {
       "tr",
       { "data-organization": organization.id },
       h("td", { "data-label": "Name" }, h("a", { href: `#/organizations/${encodeURIComponent(organization.id)}`, text: organization.name })),
-      h("td", { "data-label": "Slug" }, h("code", { text: organization.slug })),
+      h("td", { "data-label": "Slug" }, organization.slug ? h("code", { text: organization.slug }) : h("span", { class: "muted", text: "none" })),
       h("td", { "data-label": "Your role", text: roleIn(organization.id) }),
       h("td", { "data-label": "Projects" }, h("a", { href: `#/projects?${query({ organization_id: organization.id })}`, text: `Projects of ${organization.name}` })),
     ),
@@ -1462,7 +1462,7 @@ const slugOf = (name) =>
 
 function createOrganizationForm(signal) {
   const name = h("input", { id: "new-org-name", name: "name", required: true, maxlength: 100, autocomplete: "off" });
-  const slug = h("input", { id: "new-org-slug", name: "slug", required: true, maxlength: 63, autocomplete: "off", spellcheck: "false", pattern: "[a-z0-9]([a-z0-9-]*[a-z0-9])?", title: "a-z, 0-9 and -, not at either end" });
+  const slug = h("input", { id: "new-org-slug", name: "slug", required: true, maxlength: 63, autocomplete: "off", spellcheck: "false" });
   let slugTyped = false;
   name.addEventListener("input", () => {
     if (!slugTyped) slug.value = slugOf(name.value);
@@ -1519,7 +1519,7 @@ async function viewOrganization([id], params, signal) {
   showAbout(page, about, heading, signal);
   show(
     ...[
-      h("p", { class: "crumbs" }, h("a", { href: "#/organizations", text: "Organizations" }), " / ", organization.slug),
+      h("p", { class: "crumbs" }, h("a", { href: "#/organizations", text: "Organizations" }), " / ", organization.slug || organization.name),
       heading,
       about,
       members,
@@ -1547,7 +1547,7 @@ function showAbout(page, section, heading, signal) {
     const name = h("input", { id: "org-name", name: "name", required: true, maxlength: 100, autocomplete: "off" });
     const slug = h("input", { id: "org-slug", name: "slug", required: true, maxlength: 63, autocomplete: "off", spellcheck: "false" });
     name.value = organization.name;
-    slug.value = organization.slug;
+    slug.value = organization.slug || "";
     const problem = h("div", { class: "form-problem" });
     parts.push(
       h(
@@ -1560,7 +1560,7 @@ function showAbout(page, section, heading, signal) {
             event.preventDefault();
             const body = { id: organization.id };
             if (name.value.trim() !== organization.name) body.name = name.value.trim();
-            if (slug.value.trim() !== organization.slug) body.slug = slug.value.trim();
+            if (slug.value.trim() !== (organization.slug || "")) body.slug = slug.value.trim();
             problem.replaceChildren(h("p", { class: "loading", role: "status", text: "Saving…" }));
             try {
               const headers = page.etag ? { "If-Match": page.etag } : {};

@@ -2,13 +2,15 @@
 //! a real headless Chromium against a real `proxydeck demo` process, as a
 //! person would: signing in, paging, filtering, opening a project,
 //! comparing and activating revisions, adding and checking a project's
-//! domains, making and revoking tokens. Every
+//! domains, making and revoking tokens, organizations, their members and
+//! invitations. Every
 //! change the console makes is checked through the public API.
 
 mod browser;
 mod domains;
 mod projects;
 mod revisions;
+mod teams;
 mod tokens;
 
 use reqwest::StatusCode;
