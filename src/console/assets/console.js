@@ -476,6 +476,9 @@ async function viewProjects(_, params, signal) {
     : h("p", { class: "empty", text: start ? "No more projects." : "No projects here yet." });
   show(
     h("h1", { text: "Projects" }),
+    state.organizations.size
+      ? null
+      : h("p", { class: "notice-inline", id: "no-organization" }, "You are in no organization yet: ", h("a", { href: "#/organizations", text: "create one" }), ", or open the link of an invitation."),
     filter,
     find,
     findResult,
@@ -1757,7 +1760,7 @@ async function showInvitations(page, section, signal) {
           await listInvitations(page, list, signal);
           made.querySelector("input, h3")?.focus();
         } catch (error) {
-          refusal(error, problem, { email, role, organization_id: email }, "invite people", organization.id);
+          refusal(error, problem, { email, role }, "invite people", organization.id);
         }
       },
     },
