@@ -1703,7 +1703,9 @@ async function removeMember(page, member, problem, section, start, signal) {
   );
   if (!confirmed) return;
   try {
-    await api("DELETE", `/v1/organizations/${encodeURIComponent(organization.id)}/users/${encodeURIComponent(member.id)}`, { signal });
+    const tag = membershipTags.get(`${organization.id}/${member.id}`) || member.etag;
+    const headers = tag ? { "If-Match": tag } : {};
+    await api("DELETE", `/v1/organizations/${encodeURIComponent(organization.id)}/users/${encodeURIComponent(member.id)}`, { signal, headers });
     membershipTags.delete(`${organization.id}/${member.id}`);
     notify(`${who} was removed from ${organization.name}.`);
     await showMembers(page, section, start, signal);
