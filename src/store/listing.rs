@@ -116,8 +116,8 @@ pub struct OrganizationsQuery {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MembersQuery {
-    /// The organization (the caller is one of its members: decided
-    /// before).
+    /// The caller: a member of the organization, or refused (404).
+    pub user_id: String,
     pub organization_id: String,
     /// Only the members of this role.
     pub role: Option<Role>,

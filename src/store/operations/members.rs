@@ -13,7 +13,7 @@ use super::memberships::{put_membership, refresh_summary, role};
 use super::organizations::authorize_locked;
 use super::write_request::{ObjectAnswer, WriteRequest};
 use super::write_steps::{self, Change};
-use crate::domain::access::Action;
+use crate::domain::access::{self, Action, Facts, Standing};
 use crate::domain::directory::{OrganizationUser, Role, UserTag, slug_of};
 use crate::domain::time::Timestamp;
 use crate::store::engine::operation::operation;
@@ -61,11 +61,26 @@ fn no_member() -> StoreError {
     }
 }
 
-/// A page of the organization's members, newest member first by default.
-/// The caller's right to read them is decided before (the handler, on the
-/// caller's organizations). An empty page after a start key is told apart
-/// from one that names no member of the list in one snapshot.
+/// A page of the organization's members, newest member first by default,
+/// for one of its members (its membership read from the store, as
+/// getOrganization reads it: an organization just created lists its
+/// creator at once, whatever the token cache holds); 404 for anyone
+/// else. An empty page after a start key is told apart from one that
+/// names no member of the list in one snapshot.
 pub(crate) async fn page(db: &mut dyn Db, query: &MembersQuery) -> Result<JsonPage, StoreError> {
+    let role = query_opt(
+        db,
+        "SELECT role FROM memberships WHERE organization_id = ?1 AND user_id = ?2",
+        &[
+            Param::Text(&query.organization_id),
+            Param::Text(&query.user_id),
+        ],
+        |row| role(row, 0),
+    )
+    .await?;
+    let standing = role.map_or(Standing::Stranger, |role| Standing::Member(Some(role)));
+    access::decide(Action::ReadMembers, Facts::live(standing))
+        .map_err(|refusal| StoreError::refused(refusal, "organization"))?;
     let found = members_page(db, query).await?;
     if found.count > 0 || query.page.start_key.is_none() {
         return Ok(found);
