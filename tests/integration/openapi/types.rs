@@ -3,7 +3,8 @@
 
 use proxydeck::domain::api_token::{ApiToken, ApiTokenTag};
 use proxydeck::domain::directory::{
-    OrganizationObject, OrganizationTag, OrganizationType, Role, UserTag, UserWithRoles,
+    OrganizationObject, OrganizationTag, OrganizationType, OrganizationUser, Role, UserTag,
+    UserWithRoles,
 };
 use proxydeck::domain::project::{
     Continent, HttpMethod, LogSeverity, Project, ProjectType, RateKey, RateWindow, SdkPosition,
@@ -85,12 +86,28 @@ fn documented_members_are_the_ones_the_types_write() {
         };
         check("Organization", serde_json::to_value(&organization).unwrap());
     }
-    for role in Role::ALL {
+    for (role, avatar_url) in Role::ALL
+        .into_iter()
+        .zip([None, Some("https://a.example/u1.png")].into_iter().cycle())
+    {
+        let member = OrganizationUser {
+            object: UserTag::Tag,
+            id: "u1".into(),
+            email: "u1@example.com".into(),
+            name: "u1".into(),
+            slug: "u1".into(),
+            avatar_url: avatar_url.map(str::to_owned),
+            role,
+            created_at: at,
+            updated_at: at,
+        };
+        check("OrganizationUser", serde_json::to_value(&member).unwrap());
         let user = UserWithRoles {
             object: UserTag::Tag,
             id: "u1".into(),
             email: "u1@example.com".into(),
             name: "u1".into(),
+            avatar_url: avatar_url.map(str::to_owned),
             role,
             roles: Role::ALL
                 .into_iter()
@@ -112,6 +129,7 @@ fn documented_members_are_the_ones_the_types_write() {
     enum_is("Project/properties/type", variants_of::<ProjectType>());
     enum_is("OrganizationType", variants_of::<OrganizationType>());
     enum_is("UserWithRoles/properties/role", variants_of::<Role>());
+    enum_is("OrganizationUser/properties/role", variants_of::<Role>());
     enum_is(
         "UserWithRoles/properties/roles/additionalProperties",
         variants_of::<Role>(),
