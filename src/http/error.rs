@@ -215,6 +215,13 @@ impl ApiError {
                 "this user created their most API tokens in an hour ({most}); retry in \
                  {retry_after_seconds} s"
             ),
+            Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::NewInvitations(most),
+            } => format!(
+                "this organization created its most invitations in an hour ({most}, deleted and \
+                 accepted ones included); retry in {retry_after_seconds} s"
+            ),
             Self::Unavailable => "the service cannot reach its store; try again shortly".into(),
             Self::Internal => "an internal error occurred".into(),
         }
@@ -233,6 +240,8 @@ pub enum Throttle {
     Follows(crate::quotas::FollowRefusal),
     /// The API tokens the user created in the last hour.
     NewTokens(u32),
+    /// The invitations the organization created in the last hour.
+    NewInvitations(u32),
 }
 
 #[derive(Serialize)]
@@ -377,6 +386,13 @@ impl From<StoreError> for ApiError {
             } => Self::RateLimited {
                 retry_after_seconds,
                 by: Throttle::NewTokens(most),
+            },
+            StoreError::TooManyNewInvitations {
+                most,
+                retry_after_seconds,
+            } => Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::NewInvitations(most),
             },
             StoreError::VersionMismatch => Self::PreconditionFailed,
             StoreError::IdempotencyKeyReused => Self::Conflict {

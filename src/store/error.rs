@@ -44,6 +44,11 @@ pub enum StoreError {
     /// them leaves the hour in `retry_after_seconds`.
     #[error("the user created {most} API tokens in the last hour")]
     TooManyNewTokens { most: u32, retry_after_seconds: u64 },
+    /// The organization created its most invitations in the last hour
+    /// (deleted and accepted ones count); one leaves the hour in
+    /// `retry_after_seconds`.
+    #[error("the organization created {most} invitations in the last hour")]
+    TooManyNewInvitations { most: u32, retry_after_seconds: u64 },
     /// The object's version is none of those the write's `If-Match`
     /// names.
     #[error("the object's version does not match If-Match")]
