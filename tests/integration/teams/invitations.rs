@@ -270,3 +270,262 @@ async fn only_admins_manage_invitations_and_strangers_learn_nothing() {
     assert_eq!(status, 404);
     assert_eq!(gone["error"]["message"], NOT_ACCEPTABLE);
 }
+
+#[tokio::test]
+async fn an_organization_invites_at_most_its_hourly_bound_deleted_and_accepted_ones_counted() {
+    require!(BACKEND);
+    let mut options = test_options();
+    options.invitations.per_organization_per_hour = 2;
+    let (app, token) = fixture_with(options).await;
+    let (status, first) = invite(&app, &token, "a@example.com", "member").await;
+    assert_eq!(status, 200);
+    let (status, _) = invite(&app, &token, "b@example.com", "member").await;
+    assert_eq!(status, 200);
+    // Deleting one frees no slot.
+    let path = format!("/v1/invitations/{}", first["id"].as_str().unwrap());
+    assert_eq!(
+        send(&app, Method::DELETE, &path, &token, &[], None).await.0,
+        200
+    );
+    let body = json!({"organization_id": org_id(1), "email": "c@example.com", "role": "member"});
+    let response = app
+        .client
+        .post(app.url("/v1/invitations"))
+        .bearer_auth(&token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    let retry: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((3500..=3600).contains(&retry), "{retry}");
+    let (_, refused) = json_of(response).await;
+    assert_eq!(refused["error"]["code"], "rate_limit");
+    // Another organization has its own bound.
+    let other = app.token("u3").await;
+    let body = json!({"organization_id": org_id(2), "email": "c@example.com", "role": "member"});
+    let (status, _, _) = send(
+        &app,
+        Method::POST,
+        "/v1/invitations",
+        &other,
+        &[],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // Once the oldest of the hour leaves it, one more.
+    app.data
+        .execute("UPDATE invitations SET created_at = created_at - 3600000");
+    let (status, _) = invite(&app, &token, "d@example.com", "member").await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn a_replay_answers_the_invitation_without_its_secret() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let body = json!({"organization_id": org_id(1), "email": "a@example.com", "role": "member"});
+    let key = [("Idempotency-Key", "invite-a")];
+    let (status, first, _) = send(
+        &app,
+        Method::POST,
+        "/v1/invitations",
+        &token,
+        &key,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(first.get("secret").is_some());
+    let (status, again, _) = send(
+        &app,
+        Method::POST,
+        "/v1/invitations",
+        &token,
+        &key,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["id"], first["id"]);
+    for member in ["secret", "accept_url", "delivery"] {
+        assert!(again.get(member).is_none(), "{member}: {again}");
+    }
+    let (_, listed) = app.get_json("/v1/invitations", &token).await;
+    assert_eq!(ids(&listed).len(), 1);
+    // The kept answer holds no secret.
+    let secret = first["secret"].as_str().unwrap();
+    let kept = app.data.count(&format!(
+        "SELECT COUNT(*) FROM idempotency_keys WHERE answer LIKE '%{}%'",
+        &secret[4..]
+    ));
+    assert_eq!(kept, 0);
+    // A key holding an invitation's secret is refused, never kept.
+    let leaked = [("Idempotency-Key", secret)];
+    let (status, refused, _) = send(
+        &app,
+        Method::POST,
+        "/v1/invitations",
+        &token,
+        &leaked,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(!refused.to_string().contains(&secret[4..]), "{refused}");
+}
+
+#[tokio::test]
+async fn an_expired_invitation_is_listed_as_expired_and_cannot_be_accepted() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let (_, created) = invite(&app, &token, "late@example.com", "member").await;
+    let id = created["id"].as_str().unwrap();
+    app.data.execute(&format!(
+        "UPDATE invitations SET expires_at = created_at WHERE id = '{id}'"
+    ));
+    let (_, got, _) = send(
+        &app,
+        Method::GET,
+        &format!("/v1/invitations/{id}"),
+        &token,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(got["status"], "expired");
+    let (_, listed) = app.get_json("/v1/invitations", &token).await;
+    assert_eq!(listed["data"][0]["status"], "expired");
+    let (status, refused) = accept(
+        &app,
+        None,
+        json!({"secret": created["secret"], "email": "late@example.com"}),
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert_eq!(refused["error"]["message"], NOT_ACCEPTABLE);
+    // A mistyped secret and an unknown one: the same answer.
+    let secret = created["secret"].as_str().unwrap();
+    let typo = format!("{}x", &secret[..secret.len() - 1]);
+    for wrong in [typo, proxydeck::domain::teams::new_secret()] {
+        let (status, body) = accept(
+            &app,
+            None,
+            json!({"secret": wrong, "email": "late@example.com"}),
+        )
+        .await;
+        assert_eq!(status, 404);
+        assert_eq!(body["error"]["message"], NOT_ACCEPTABLE);
+    }
+}
+
+#[tokio::test]
+async fn the_audit_holds_neither_the_email_nor_the_secret() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let (_, created) = invite(&app, &token, "audited@example.com", "member").await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let (status, accepted) = accept(
+        &app,
+        None,
+        json!({"secret": created["secret"], "email": "audited@example.com"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, second) = invite(&app, &token, "gone@example.com", "member").await;
+    let second_id = second["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/invitations/{second_id}");
+    assert_eq!(
+        send(&app, Method::DELETE, &path, &token, &[], None).await.0,
+        200
+    );
+    let records = audit_of(&app, Some(&id)).await;
+    let operations: Vec<&str> = records.iter().map(|r| r.operation.as_str()).collect();
+    assert_eq!(
+        operations,
+        ["acceptInvitation", "createInvitation"],
+        "{records:?}"
+    );
+    assert_eq!(records[0].user_id, accepted["user"]["id"].as_str().unwrap());
+    let deleted = audit_of(&app, Some(&second_id)).await;
+    assert_eq!(deleted[0].operation, "deleteInvitation");
+    let everything = format!("{records:?}{deleted:?}");
+    let secret = created["secret"].as_str().unwrap();
+    for leak in ["audited@", "gone@", &secret[4..]] {
+        assert!(!everything.contains(leak), "{leak} in {everything}");
+    }
+    assert!(records.iter().all(|r| r.object == "invitation"));
+}
+
+#[tokio::test]
+async fn two_acceptances_of_one_secret_at_once_make_one_member() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    for round in 0..5 {
+        let email = format!("racer{round}@example.com");
+        let (_, created) = invite(&app, &token, &email, "editor").await;
+        let body = json!({"secret": created["secret"], "email": email});
+        let (a, b) = tokio::join!(accept(&app, None, body.clone()), accept(&app, None, body));
+        let mut statuses = [a.0, b.0];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 404], "{a:?} {b:?}");
+        let users = app.data.count(&format!(
+            "SELECT COUNT(*) FROM users WHERE email = '{email}'"
+        ));
+        assert_eq!(users, 1);
+        let members = app.data.count(&format!(
+            "SELECT COUNT(*) FROM memberships m JOIN users u ON u.id = m.user_id
+              WHERE u.email = '{email}'"
+        ));
+        assert_eq!(members, 1);
+    }
+}
+
+#[tokio::test]
+async fn the_generated_client_creates_lists_reads_and_deletes_invitations() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let client = generated_client(&app, &token);
+    let created = client
+        .create_invitation()
+        .body_map(|b| {
+            b.organization_id(org_id(1))
+                .email("client@example.com".to_owned())
+                .role(edgee_api_client::types::InvitationCreateInputRole::Editor)
+        })
+        .send()
+        .await
+        .expect("createInvitation")
+        .into_inner();
+    let id = created.id.clone().expect("an id");
+    assert_eq!(created.email.as_deref(), Some("client@example.com"));
+    let listed = client
+        .list_invitations()
+        .organization_id(org_id(1))
+        .send()
+        .await
+        .expect("listInvitations")
+        .into_inner();
+    assert_eq!(listed.data.len(), 1);
+    let got = client
+        .get_invitation()
+        .id(id.clone())
+        .send()
+        .await
+        .expect("getInvitation")
+        .into_inner();
+    assert_eq!(got.id.as_deref(), Some(id.as_str()));
+    let deleted = client
+        .delete_invitation()
+        .id(id.clone())
+        .send()
+        .await
+        .expect("deleteInvitation")
+        .into_inner();
+    assert_eq!(deleted.deleted, Some(true));
+}
