@@ -1,8 +1,10 @@
 //! Teams (docs/teams.md): organizations made, renamed and deleted over the
 //! API (`organizations.rs`), their members listed, changed and removed
-//! (`members.rs`), users read and changed (`users.rs`), on both stores,
+//! (`members.rs`), users read and changed (`users.rs`), invitations made, listed, revoked
+//! and accepted (`invitations.rs`), on both stores,
 //! over real HTTP.
 
+mod invitations;
 mod members;
 mod organizations;
 mod users;
