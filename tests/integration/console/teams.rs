@@ -301,6 +301,20 @@ async fn an_admin_changes_a_role_and_a_member_leaves() {
             .contains(&("demo@proxydeck.example".to_owned(), "admin".to_owned()))
     );
 
+    // On a phone, the admin's page (members with their selects, the
+    // invitation form) does not scroll sideways.
+    let Some(phone) = Browser::open(&server.base, Screen::Phone).await else {
+        return;
+    };
+    phone.sign_in(&admin).await;
+    open_organization(&phone, "Acme Corp", ACME).await;
+    phone.element("#invite").await;
+    assert!(
+        !phone.overflows().await,
+        "the organization page scrolls sideways"
+    );
+    phone.screenshot("phone-organization").await;
+
     // The (now) editor: no admin controls, told why; leaves.
     browser.click("#sign-out").await;
     browser.sign_in(&viewer).await;
