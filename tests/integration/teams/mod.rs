@@ -1,4 +1,5 @@
 //! Teams (docs/teams.md): organizations, members, users and invitations,
 //! over real HTTP on both stores.
 
+mod invitation_delivery;
 mod invitations;
