@@ -2,12 +2,12 @@
 //! secrets (`pxi_`, docs/teams.md): how they are made, checked, digested
 //! and redacted (`docs/decisions.md` section 4).
 //!
-//! Format: a prefix (`pxd_`, `pxi_`) + 32 random base62 characters (190
-//! bits from the operating system's CSPRNG via `rand`'s thread generator)
-//! + 6 base62 characters of CRC-32 over everything before them. The prefix
-//! lets secret scanners recognise a leaked secret (and says which kind it
-//! is); the checksum lets the service refuse a mistyped one without a
-//! store look-up. Only the SHA-256 digest is stored.
+//! Format: a prefix (`pxd_`, `pxi_`), 32 random base62 characters (190
+//! bits from the operating system's CSPRNG via `rand`'s thread generator),
+//! then 6 base62 characters of CRC-32 over everything before them. The
+//! prefix lets secret scanners recognise a leaked secret (and says which
+//! kind it is); the checksum lets the service refuse a mistyped one
+//! without a store look-up. Only the SHA-256 digest is stored.
 
 use std::borrow::Cow;
 

@@ -88,7 +88,9 @@ async fn every_role_and_action_gets_what_the_rule_says() {
     require!(BACKEND);
     let app = fixture().await;
     let org1 = org_id(1);
-    for (caller, role) in CALLERS {
+    // Invitations of organization 1: one to read, one per caller to delete.
+    let invited = invitations(&app, "admin", 1, 1 + CALLERS.len()).await;
+    for (i, (caller, role)) in CALLERS.into_iter().enumerate() {
         let token = app.token(caller).await;
         let (own, _) = app.token_with(caller, "spare", None).await;
         // Another user's token: the admin's for everyone else, the
@@ -233,6 +235,44 @@ async fn every_role_and_action_gets_what_the_rule_says() {
                 ),
                 Standing::Owner,
             ),
+            (
+                request(
+                    Action::ManageOrganization,
+                    Method::POST,
+                    "/v1/invitations",
+                    Some(
+                        json!({"organization_id": org1, "email": "x@example.com", "role": "member"}),
+                    ),
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ManageOrganization,
+                    Method::GET,
+                    &format!("/v1/invitations?organization_id={org1}"),
+                    None,
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ManageOrganization,
+                    Method::GET,
+                    &format!("/v1/invitations/{}", invited[0]),
+                    None,
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ManageOrganization,
+                    Method::DELETE,
+                    &format!("/v1/invitations/{}", invited[1 + i]),
+                    None,
+                ),
+                in_org_1,
+            ),
         ];
         for (request, standing) in cases {
             let want = expected(request.action, standing);
@@ -254,6 +294,27 @@ async fn every_role_and_action_gets_what_the_rule_says() {
     }
 }
 
+/// `count` invitations to organization `org` made by `admin`: their ids.
+async fn invitations(app: &TestApp, admin: &str, org: u32, count: usize) -> Vec<String> {
+    let token = app.token(admin).await;
+    let mut ids = Vec::new();
+    for n in 0..count {
+        let body = json!({"organization_id": org_id(org), "email": format!("i{n}@example.com"), "role": "member"});
+        let (status, made, _) = send(
+            app,
+            Method::POST,
+            "/v1/invitations",
+            &token,
+            &[],
+            Some(&body),
+        )
+        .await;
+        assert_eq!(status, 200, "{made}");
+        ids.push(made["id"].as_str().unwrap().to_owned());
+    }
+    ids
+}
+
 /// The ids of a listing's one page (the fixture's lists fit in one).
 async fn ids_of(app: &TestApp, path: &str, token: &str) -> Vec<String> {
     let (status, body) = app.get_json(path, token).await;
@@ -269,6 +330,10 @@ async fn every_listing_holds_what_the_rule_lets_its_caller_read() {
     let app = fixture().await;
     let projects = [("p1", 1), ("p2", 2), ("gone-admin", 1)];
     let organizations = [org_id(1), org_id(2)];
+    let invited = [
+        (invitations(&app, "admin", 1, 1).await.remove(0), 1),
+        (invitations(&app, "stranger", 2, 1).await.remove(0), 2),
+    ];
     let mut tokens = Vec::new();
     for (caller, _) in CALLERS {
         tokens.push((caller, app.token_with(caller, "listed", None).await.0.id));
@@ -289,6 +354,15 @@ async fn every_listing_holds_what_the_rule_lets_its_caller_read() {
         for (n, id) in organizations.iter().enumerate() {
             let readable = expected(Action::ReadOrganization, stands_in(n as u32 + 1)) == 200;
             assert_eq!(listed.contains(id), readable, "{caller}: {id}");
+        }
+        let listed = ids_of(&app, "/v1/invitations?limit=100", &token).await;
+        for (id, org) in &invited {
+            let readable = expected(Action::ManageOrganization, stands_in(*org)) == 200;
+            assert_eq!(
+                listed.contains(id),
+                readable,
+                "{caller}: invitation of {org}"
+            );
         }
         let listed = ids_of(&app, "/v1/api_tokens?limit=100", &token).await;
         for (owner, id) in &tokens {

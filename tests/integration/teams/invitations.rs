@@ -89,7 +89,7 @@ async fn an_admin_invites_and_a_new_user_accepts_with_the_link() {
     // Listed and read back: never the secret.
     let (status, listed) = app.get_json("/v1/invitations", &token).await;
     assert_eq!(status, 200, "{listed}");
-    assert_eq!(ids(&listed), [id.clone()]);
+    assert_eq!(ids(&listed), [id.as_str()]);
     assert!(!listed.to_string().contains(&secret));
     let (status, got, tag) = send(
         &app,

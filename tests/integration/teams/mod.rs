@@ -4,6 +4,7 @@
 //! and accepted (`invitations.rs`), on both stores,
 //! over real HTTP.
 
+mod invitation_delivery;
 mod invitations;
 mod members;
 mod organizations;
