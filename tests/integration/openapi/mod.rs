@@ -35,6 +35,8 @@ const MY_ORGANIZATION: &str = "/v1/organizations/me";
 const CHANGES: &str = "/v1/changes";
 const EDGES: &str = "/v1/projects/{id}/edges";
 const DOMAINS: &str = "/v1/projects/{id}/domains";
+const MEMBERS: &str = "/v1/organizations/{id}/users";
+const USER: &str = "/v1/users/{id}";
 
 fn contract() -> Contract {
     Contract::parse(DOCUMENT)
