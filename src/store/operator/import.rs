@@ -418,7 +418,8 @@ async fn upsert_organization(
         return Ok(());
     }
     db.execute(
-        "UPDATE organizations SET name = ?2, slug = ?3, type = ?4, created_at = ?5, updated_at = ?6
+        "UPDATE organizations SET name = ?2, slug = ?3, type = ?4, created_at = ?5, updated_at = ?6,
+                version = version + 1
          WHERE id = ?1",
         &[
             Param::Text(&organization.id),
