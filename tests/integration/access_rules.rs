@@ -63,6 +63,10 @@ async fn fixture() -> TestApp {
         user("editor", &[1]),
         user("member", &[1]),
         user("stranger", &[2]),
+        // Removed by the admin, and a second admin, so that the first
+        // may leave (docs/teams.md: an organization keeps an admin).
+        user("spare", &[1]),
+        user("admin2", &[1]),
         project("p1", 1, 0),
         project("p2", 2, 1),
         settings("p1", 1, true),
@@ -80,6 +84,8 @@ async fn fixture() -> TestApp {
             ));
         }
     }
+    app.data
+        .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'spare'");
     app
 }
 
@@ -98,6 +104,15 @@ async fn every_role_and_action_gets_what_the_rule_says() {
         let other_user = if caller == "admin" { "editor" } else { "admin" };
         let (others, _) = app.token_with(other_user, "not yours", None).await;
         let in_org_1 = standing_in_org_1(role);
+        // Another user of organization 1 (still in it: the admin leaves
+        // it at the end of its turn), as the caller stands toward it:
+        // sharing organization 1, or not at all.
+        let other_member = if caller == "admin" {
+            "editor"
+        } else {
+            "admin2"
+        };
+        let toward_other = in_org_1;
         let cases: Vec<(Request, Standing)> = vec![
             (
                 request(
@@ -273,6 +288,97 @@ async fn every_role_and_action_gets_what_the_rule_says() {
                 ),
                 in_org_1,
             ),
+            (
+                request(
+                    Action::CreateOrganization,
+                    Method::POST,
+                    "/v1/organizations",
+                    Some(json!({"name": caller, "slug": format!("org-of-{caller}")})),
+                ),
+                Standing::Owner,
+            ),
+            (
+                request(
+                    Action::ReadMembers,
+                    Method::GET,
+                    &format!("/v1/organizations/{org1}/users"),
+                    None,
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ManageOrganization,
+                    Method::POST,
+                    &format!("/v1/organizations/{org1}"),
+                    Some(json!({"id": org1, "name": format!("by {caller}")})),
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ManageOrganization,
+                    Method::POST,
+                    &format!("/v1/organizations/{org1}/users/member"),
+                    Some(json!({"role": "member"})),
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ManageOrganization,
+                    Method::DELETE,
+                    &format!("/v1/organizations/{org1}/users/spare"),
+                    None,
+                ),
+                in_org_1,
+            ),
+            (
+                request(
+                    Action::ReadUser,
+                    Method::GET,
+                    &format!("/v1/users/{caller}"),
+                    None,
+                ),
+                Standing::Owner,
+            ),
+            (
+                request(
+                    Action::ReadUser,
+                    Method::GET,
+                    &format!("/v1/users/{other_member}"),
+                    None,
+                ),
+                toward_other,
+            ),
+            (
+                request(
+                    Action::ChangeOwnUser,
+                    Method::POST,
+                    &format!("/v1/users/{caller}"),
+                    Some(json!({"terms_version": "1"})),
+                ),
+                Standing::Owner,
+            ),
+            (
+                request(
+                    Action::ChangeOwnUser,
+                    Method::POST,
+                    &format!("/v1/users/{other_member}"),
+                    Some(json!({"terms_version": "1"})),
+                ),
+                toward_other,
+            ),
+            // Last: the caller is no member of organization 1 after it.
+            (
+                request(
+                    Action::LeaveOrganization,
+                    Method::DELETE,
+                    &format!("/v1/organizations/{org1}/users/{caller}"),
+                    None,
+                ),
+                in_org_1,
+            ),
         ];
         for (request, standing) in cases {
             let want = expected(request.action, standing);
@@ -354,6 +460,16 @@ async fn every_listing_holds_what_the_rule_lets_its_caller_read() {
         for (n, id) in organizations.iter().enumerate() {
             let readable = expected(Action::ReadOrganization, stands_in(n as u32 + 1)) == 200;
             assert_eq!(listed.contains(id), readable, "{caller}: {id}");
+        }
+        let members = format!("/v1/organizations/{}/users?limit=100", org_id(1));
+        if expected(Action::ReadMembers, stands_in(1)) == 200 {
+            let listed = ids_of(&app, &members, &token).await;
+            for (member, _) in CALLERS.iter().filter(|(_, role)| role.is_some()) {
+                assert!(listed.contains(&member.to_string()), "{caller}: {member}");
+            }
+            assert!(!listed.contains(&"stranger".to_owned()), "{caller}");
+        } else {
+            assert_eq!(app.get_json(&members, &token).await.0, 404, "{caller}");
         }
         let listed = ids_of(&app, "/v1/invitations?limit=100", &token).await;
         for (id, org) in &invited {

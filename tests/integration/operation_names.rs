@@ -23,7 +23,11 @@ use proxydeck::store::operations::edges::{DeleteEdge, ListEdges, ReportEdge};
 use proxydeck::store::operations::invitations::{
     AcceptInvitation, CreateInvitation, DeleteInvitation, GetInvitation, ListInvitations,
 };
+use proxydeck::store::operations::members::{RemoveMember, UpdateMember};
 use proxydeck::store::operations::memberships::{Me, MemberOrganization};
+use proxydeck::store::operations::organizations::{
+    DeleteOrganization, StartOrganization, UpdateOrganization,
+};
 use proxydeck::store::operations::projects::{
     CreateProject, DeleteProject, GetProject, UpdateProject,
 };
@@ -31,6 +35,7 @@ use proxydeck::store::operations::proxy_settings::{
     CreateProxySettings, RevisionToActivate, TryCreateProxySettings, TryUpdateProxySettings,
     UpdateProxySettings,
 };
+use proxydeck::store::operations::users::{GetUser, UpdateUser};
 use proxydeck::store::operations::write_steps::MayWrite;
 use proxydeck::store::operator::admin::{
     CreateOrganization, CreateToken, CreateUser, RemoveProject, RevokeToken,
@@ -43,7 +48,8 @@ use proxydeck::store::operator::health::Ping;
 use proxydeck::store::operator::import::Import;
 use proxydeck::store::operator::shapes::UpgradeStoredBodies;
 use proxydeck::store::{
-    ApiTokensQuery, Listing, Operation, OrganizationsQuery, ProjectsQuery, ProxySettingsQuery,
+    ApiTokensQuery, Listing, MembersQuery, Operation, OrganizationsQuery, ProjectsQuery,
+    ProxySettingsQuery,
 };
 
 /// What a store operation serves, which its name must say.
@@ -91,6 +97,13 @@ fn every_operation() -> Vec<(&'static str, &'static str, Serves)> {
         Me => Api("getMe"),
         // getMyOrganization runs it too, for the caller's own.
         MemberOrganization => Api("getOrganization"),
+        StartOrganization => Api("createOrganization"),
+        UpdateOrganization => Api("updateOrganization"),
+        DeleteOrganization => Api("deleteOrganization"),
+        UpdateMember => Api("updateOrganizationUser"),
+        RemoveMember => Api("deleteOrganizationUser"),
+        GetUser => Api("getUser"),
+        UpdateUser => Api("updateUser"),
         ReadChanges => Api("listChanges"),
         ReportEdge => Api("reportEdge"),
         DeleteEdge => Api("deleteEdge"),
@@ -166,9 +179,18 @@ fn listings() -> Vec<(&'static str, &'static str)> {
             Listing::Organizations(OrganizationsQuery {
                 user_id: "u".into(),
                 kind: None,
-                page,
+                page: page.clone(),
             }),
             "listOrganizations",
+        ),
+        (
+            Listing::Members(MembersQuery {
+                user_id: "u".into(),
+                organization_id: "o".into(),
+                role: None,
+                page,
+            }),
+            "listOrganizationsUsers",
         ),
     ]
     .into_iter()

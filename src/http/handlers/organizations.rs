@@ -24,7 +24,7 @@ use crate::http::state::AppState;
 use crate::quotas::OrganizationCreation;
 use crate::store::operations::memberships::{MemberOrganization, WhichOrganization};
 use crate::store::operations::organizations::{
-    CreateOrganization, DeleteOrganization, UpdateOrganization,
+    DeleteOrganization, StartOrganization, UpdateOrganization,
 };
 use crate::store::operations::write_request::ObjectAnswer;
 use crate::store::{Listing, OrganizationsQuery};
@@ -168,7 +168,7 @@ async fn create(
     let request = headers.write_request(&caller, "createOrganization", Some(digest));
     let answer = app
         .store
-        .run(CreateOrganization {
+        .run(StartOrganization {
             request,
             id: ids::new_id(),
             name,

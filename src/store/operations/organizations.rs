@@ -89,11 +89,11 @@ pub(super) async fn authorize_locked(
     Ok(number)
 }
 
-/// createOrganization: a `pro` organization named `name` with `slug`,
+/// createOrganization (named apart from the operator's `admin::CreateOrganization`): a `pro` organization named `name` with `slug`,
 /// its caller its admin. With an idempotency key, the key's first answer
 /// may come instead.
 #[derive(Clone, Debug)]
-pub struct CreateOrganization {
+pub struct StartOrganization {
     pub request: WriteRequest,
     /// The new organization's id (`ids::new_id`).
     pub id: String,
@@ -104,9 +104,9 @@ pub struct CreateOrganization {
     pub most_per_hour: u32,
 }
 
-operation!(CreateOrganization => create, Write, "create_organization" -> ObjectAnswer);
+operation!(StartOrganization => create, Write, "create_organization" -> ObjectAnswer);
 
-async fn create(db: &mut dyn Db, query: &CreateOrganization) -> Result<ObjectAnswer, StoreError> {
+async fn create(db: &mut dyn Db, query: &StartOrganization) -> Result<ObjectAnswer, StoreError> {
     let now = Timestamp::now();
     let request = &query.request;
     let user_id = &request.actor.user_id;

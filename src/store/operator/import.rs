@@ -365,11 +365,32 @@ async fn upsert_organization(
 ) -> Result<(), Refusal> {
     let stored = query_opt(
         db,
-        "SELECT name, slug, type, created_at FROM organizations WHERE id = ?1",
+        "SELECT name, slug, type, created_at, deleted_at IS NOT NULL FROM organizations
+          WHERE id = ?1",
         &[Param::Text(&organization.id)],
-        |row| Ok((row.text(0)?, row.text(1)?, row.text(2)?, row.int(3)?)),
+        |row| {
+            Ok((
+                (row.text(0)?, row.text(1)?, row.text(2)?, row.int(3)?),
+                row.boolean(4)?,
+            ))
+        },
     )
     .await?;
+    // A deleted organization (deleteOrganization) stays deleted: its row
+    // is kept so that its number and id are never reused.
+    let stored = match stored {
+        Some((_, true)) => {
+            return Err(Refusal::Rule(FieldError::new(
+                "id",
+                format!(
+                    "names organization {}, which was deleted: its id is never reused",
+                    organization.id
+                ),
+            )));
+        }
+        Some((stored, false)) => Some(stored),
+        None => None,
+    };
     let slug = match (&organization.slug, &stored) {
         (Some(slug), _) => slug.clone(),
         (None, Some((_, slug, _, _))) => slug.clone(),
@@ -397,7 +418,8 @@ async fn upsert_organization(
         return Ok(());
     }
     db.execute(
-        "UPDATE organizations SET name = ?2, slug = ?3, type = ?4, created_at = ?5, updated_at = ?6
+        "UPDATE organizations SET name = ?2, slug = ?3, type = ?4, created_at = ?5, updated_at = ?6,
+                version = version + 1
          WHERE id = ?1",
         &[
             Param::Text(&organization.id),
@@ -500,7 +522,7 @@ async fn upsert_project(
         None => {
             let number = query_opt(
                 db,
-                "SELECT number FROM organizations WHERE id = ?1",
+                "SELECT number FROM organizations WHERE id = ?1 AND deleted_at IS NULL",
                 &[Param::Text(&project.organization_id)],
                 |row| row.int(0),
             )

@@ -19,6 +19,10 @@ async fn every_listing_answer_validates_and_covers_the_document() {
         json!({"object": "organization", "id": org_id(3), "name": "Home", "type": "perso"}),
         json!({"object": "user", "id": "u1", "email": "u1@example.com",
                "roles": {org_id(1): "admin", org_id(2): "editor", org_id(3): "member"}}),
+        json!({"object": "user", "id": "u2", "email": "u2@example.com",
+               "roles": {org_id(1): "editor"}}),
+        json!({"object": "user", "id": "u3", "email": "u3@example.com",
+               "roles": {org_id(1): "member"}}),
     ];
     lines.extend(rich_projects());
     lines.push(project("p-empty", 2, 500));
@@ -33,6 +37,17 @@ async fn every_listing_answer_validates_and_covers_the_document() {
     edges_of_every_kind(&app, &token).await;
     domains_of_every_kind(&app, &token).await;
     let invitation = invitations_of_every_status(&app, &token).await;
+    // An avatar shown by getMe, getUser and the members listing.
+    let (status, user, _) = send(
+        &app,
+        Method::POST,
+        "/v1/users/u1",
+        &token,
+        &[],
+        Some(&json!({"avatar_url": "https://cdn.example.com/u1.png"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{user}");
 
     let org2 = org_id(2);
     let expiring_id = expiring.id;
@@ -79,6 +94,16 @@ async fn every_listing_answer_validates_and_covers_the_document() {
             format!("/v1/organizations?type=perso&start_key={}", org_id(3)),
         ),
         (ORGANIZATION, format!("/v1/organizations/{}", org_id(2))),
+        (MEMBERS, format!("/v1/organizations/{}/users", org_id(1))),
+        (
+            MEMBERS,
+            format!(
+                "/v1/organizations/{}/users?role=member&limit=1&order_direction=ASC&start_key=u3",
+                org_id(1)
+            ),
+        ),
+        (USER, "/v1/users/u1".into()),
+        (USER, "/v1/users/u2".into()),
         (MY_ORGANIZATION, MY_ORGANIZATION.into()),
         (EDGES, "/v1/projects/p-moved/edges".into()),
         (EDGES, "/v1/projects/p-empty/edges".into()),
@@ -130,6 +155,7 @@ async fn every_listing_answer_validates_and_covers_the_document() {
         EDGES,
         DOMAINS,
         INVITATIONS,
+        MEMBERS,
     ] {
         let used: BTreeSet<String> = requests
             .iter()
@@ -178,6 +204,8 @@ async fn every_listing_answer_validates_and_covers_the_document() {
                     "DeletedProject",
                     "DeletedEdge",
                     "DeletedDomain",
+                    "DeletedOrganization",
+                    "DeletedOrganizationUser",
                     "CreatedApiToken",
                     "DeletedApiToken",
                     // createInvitation's, deleteInvitation's and

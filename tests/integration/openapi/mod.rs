@@ -36,6 +36,8 @@ const CHANGES: &str = "/v1/changes";
 const EDGES: &str = "/v1/projects/{id}/edges";
 const DOMAINS: &str = "/v1/projects/{id}/domains";
 const INVITATIONS: &str = "/v1/invitations";
+const MEMBERS: &str = "/v1/organizations/{id}/users";
+const USER: &str = "/v1/users/{id}";
 
 fn contract() -> Contract {
     Contract::parse(DOCUMENT)

@@ -369,3 +369,140 @@ async fn invitation_answers_validate() {
         &send(&app, Method::DELETE, &gone, &token, &[], None).await,
     );
 }
+
+/// Real answers of the teams' writes (createOrganization,
+/// updateOrganization, deleteOrganization, updateOrganizationUser,
+/// deleteOrganizationUser, updateUser), successes and errors, validate
+/// against what the document says of each, headers included.
+#[tokio::test]
+async fn teams_answers_validate() {
+    let contract = contract();
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.seed(vec![org(1), user("u1", &[1]), user("u2", &[1])])
+        .await;
+    app.data
+        .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'u2'");
+    let token = app.token("u1").await;
+    let member = app.token("u2").await;
+    let check = |method: &str, path: &str, status: u16, answer: (u16, Value, Option<String>)| {
+        let operation = format!("/paths/{}/{method}", escape(path));
+        let what = format!("{status} {method} {path}");
+        assert_eq!(answer.0, status, "{what}: {}", answer.1);
+        let documented = contract
+            .response(&operation, status)
+            .unwrap_or_else(|| panic!("{what} is not documented"));
+        contract.assert_valid(&contract.json_schema_of(&documented), &answer.1, &what);
+        if status == 200 {
+            let tag = answer.2.expect("an ETag");
+            contract.assert_header_valid(&format!("{documented}/headers/ETag"), &tag, &what);
+        }
+    };
+    let post = |path: String, token: &str, body: Value| {
+        let token = token.to_owned();
+        let app = &app;
+        async move { send(app, Method::POST, &path, &token, &[], Some(&body)).await }
+    };
+    let delete = |path: String, token: &str| {
+        let token = token.to_owned();
+        let app = &app;
+        async move { send(app, Method::DELETE, &path, &token, &[], None).await }
+    };
+    let organizations = "/v1/organizations";
+    let organization = "/v1/organizations/{id}";
+    let member_path = "/v1/organizations/{id}/users/{userId}";
+    let user_path = "/v1/users/{id}";
+    let created = post(
+        organizations.into(),
+        &token,
+        json!({"name": "N", "slug": "n"}),
+    )
+    .await;
+    let id = created.1["id"].as_str().unwrap().to_owned();
+    check("post", organizations, 200, created);
+    check(
+        "post",
+        organizations,
+        400,
+        post(organizations.into(), &token, json!({})).await,
+    );
+    check(
+        "post",
+        organizations,
+        409,
+        post(
+            organizations.into(),
+            &token,
+            json!({"name": "N", "slug": "n"}),
+        )
+        .await,
+    );
+    let org1 = org_id(1);
+    let path = format!("/v1/organizations/{org1}");
+    check(
+        "post",
+        organization,
+        200,
+        post(path.clone(), &token, json!({"id": org1, "name": "R"})).await,
+    );
+    check(
+        "post",
+        organization,
+        403,
+        post(path.clone(), &member, json!({"id": org1, "name": "R"})).await,
+    );
+    check(
+        "delete",
+        organization,
+        403,
+        delete(path.clone(), &member).await,
+    );
+    let members = format!("/v1/organizations/{org1}/users");
+    check(
+        "post",
+        member_path,
+        200,
+        post(format!("{members}/u2"), &token, json!({"role": "editor"})).await,
+    );
+    check(
+        "post",
+        member_path,
+        409,
+        post(format!("{members}/u1"), &token, json!({"role": "member"})).await,
+    );
+    check(
+        "post",
+        member_path,
+        404,
+        post(format!("{members}/u9"), &token, json!({"role": "member"})).await,
+    );
+    check(
+        "post",
+        user_path,
+        200,
+        post("/v1/users/u1".into(), &token, json!({"terms_version": "1"})).await,
+    );
+    check(
+        "post",
+        user_path,
+        403,
+        post("/v1/users/u2".into(), &token, json!({"terms_version": "1"})).await,
+    );
+    check(
+        "delete",
+        member_path,
+        200,
+        delete(format!("{members}/u2"), &token).await,
+    );
+    check(
+        "delete",
+        organization,
+        200,
+        delete(format!("/v1/organizations/{id}"), &token).await,
+    );
+    check(
+        "delete",
+        organization,
+        404,
+        delete(format!("/v1/organizations/{id}"), &token).await,
+    );
+}

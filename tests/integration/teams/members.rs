@@ -282,3 +282,130 @@ async fn members_leave_and_admins_remove_and_both_lose_access_at_once() {
         "deleteOrganizationUser"
     );
 }
+
+/// Two admins demoting each other at once, again and again: the
+/// organization always keeps one admin (the writes decide under its row
+/// lock, on roles read after it).
+#[tokio::test]
+async fn two_admins_demoting_each_other_at_once_leave_one() {
+    require!(BACKEND);
+    let app = team().await;
+    let org1 = org_id(1);
+    let tokens = [app.token("a1").await, app.token("e1").await];
+    let users = ["a1", "e1"];
+    for round in 0..10 {
+        app.data.execute(&format!(
+            "UPDATE memberships SET role = 'admin' WHERE organization_id = '{org1}'
+               AND user_id IN ('a1', 'e1')"
+        ));
+        let demote = |me: usize| {
+            let path = member_path(&org1, users[1 - me]);
+            let token = tokens[me].clone();
+            let app = &app;
+            async move { post(app, &path, &token, json!({"role": "member"})).await }
+        };
+        let (first, second) = tokio::join!(demote(0), demote(1));
+        let mut statuses = [first.0, second.0];
+        statuses.sort();
+        // One demotes the other; the other is refused, as the member it now
+        // is (403), or as the last admin's demoter (409).
+        assert_eq!(statuses[0], 200, "round {round}: {first:?} {second:?}");
+        assert!(
+            [403, 409].contains(&statuses[1]),
+            "round {round}: {first:?} {second:?}"
+        );
+        let admins = app.data.count(&format!(
+            "SELECT COUNT(*) FROM memberships WHERE organization_id = '{org1}' AND role = 'admin'"
+        ));
+        assert_eq!(admins, 1, "round {round}");
+    }
+}
+
+/// The members listing reads a range of an index: a page of an
+/// organization of 10,000 members costs what a page of one of 30 does,
+/// deep pages and one role's included. SQLite: the steps its statements
+/// ran; PostgreSQL: the plan of the statement that read the page.
+#[tokio::test]
+async fn a_page_of_ten_thousand_members_costs_what_a_small_one_does() {
+    require!(BACKEND);
+    let mut options = test_options();
+    options.auth.usage_flush_interval = std::time::Duration::from_secs(3600);
+    let app = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
+    app.seed(vec![org(1), org(2), user("big", &[1]), user("small", &[2])])
+        .await;
+    let (big, small) = (org_id(1), org_id(2));
+    // Members made in SQL: 10,000 in organization 1, 30 in 2, every third
+    // an editor.
+    let numbers = match BACKEND {
+        Backend::Sqlite => {
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)"
+        }
+        Backend::Postgres => "WITH n(i) AS (SELECT generate_series(1, 10000))",
+    };
+    for (org, count) in [(&big, 10_000), (&small, 30)] {
+        app.data.execute(&format!(
+            "{numbers} INSERT INTO users (id, email, name, created_at, updated_at)
+               SELECT 'x' || i || '-' || '{org}', 'x' || i || '@example.com', 'x' || i, i, i
+                 FROM n WHERE i <= {count};
+             {numbers} INSERT INTO memberships
+               (user_id, organization_id, role, created_at, organization_created_at, organization_type)
+               SELECT 'x' || i || '-' || '{org}', '{org}',
+                      CASE WHEN i % 3 = 0 THEN 'editor' ELSE 'member' END, 1000 + i, 0, 'pro'
+                 FROM n WHERE i <= {count};"
+        ));
+    }
+    if BACKEND == Backend::Postgres {
+        app.data.execute("ANALYZE memberships; ANALYZE users");
+    }
+    let big_token = app.token("big").await;
+    let small_token = app.token("small").await;
+    // Authenticates (and caches) the tokens: what follows reads pages.
+    assert_eq!(app.get("/v1/users/me", &big_token).await.status(), 200);
+    assert_eq!(app.get("/v1/users/me", &small_token).await.status(), 200);
+    let mut costs = Vec::new();
+    for (path, token) in [
+        (format!("{}?limit=20", members_path(&small)), &small_token),
+        (format!("{}?limit=20", members_path(&big)), &big_token),
+        (
+            format!("{}?limit=20&start_key=x9000-{big}", members_path(&big)),
+            &big_token,
+        ),
+        (
+            format!(
+                "{}?limit=20&role=editor&start_key=x300-{big}",
+                members_path(&big)
+            ),
+            &big_token,
+        ),
+        (
+            format!(
+                "{}?limit=20&order_direction=ASC&start_key=x5000-{big}",
+                members_path(&big)
+            ),
+            &big_token,
+        ),
+    ] {
+        let steps_before = metric("proxydeck_sqlite_vm_steps_total");
+        let (status, body) = app.get_json(&path, token).await;
+        costs.push(metric("proxydeck_sqlite_vm_steps_total") - steps_before);
+        assert_eq!(status, 200, "{path}: {body}");
+        assert_eq!(ids(&body).len(), 20, "{path}");
+        assert_eq!(body["has_more"], true, "{path}");
+        if BACKEND == Backend::Postgres {
+            let plan = app
+                .data
+                .postgres_plan_of_last("FROM memberships m JOIN users");
+            assert!(
+                plan.contains("memberships_members") && !plan.contains("Seq Scan on memberships"),
+                "{path}: not a range read of the members' index:\n{plan}"
+            );
+        }
+    }
+    if BACKEND == Backend::Sqlite {
+        let small = costs[0];
+        assert!(small > 0.0, "no step counted");
+        for cost in &costs[1..] {
+            assert!(*cost <= small * 1.5, "steps: {costs:?}");
+        }
+    }
+}

@@ -324,3 +324,46 @@ async fn deletion_waits_for_the_projects_then_hides_the_organization_for_good() 
         "the row stays"
     );
 }
+
+/// The operator's side ignores a deleted organization: `admin org list`
+/// and the export leave it out, `admin user create --org` and the import
+/// refuse it (its id is never reused), and the import puts no project
+/// in it.
+#[tokio::test]
+async fn the_operator_no_longer_sees_a_deleted_organization() {
+    require!(BACKEND);
+    let app = team().await;
+    let org1 = org_id(1);
+    let (status, _, _) = delete(
+        &app,
+        &format!("/v1/organizations/{org1}"),
+        &app.token("a1").await,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let listed = app
+        .store
+        .run(proxydeck::store::operator::export::AllOrganizations)
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.iter().map(|o| o.id.clone()).collect::<Vec<_>>(),
+        [org_id(2)]
+    );
+    for line in [
+        json!({"object": "organization", "id": org1, "name": "Back"}),
+        json!({"object": "user", "id": "n1", "email": "n1@example.com",
+               "roles": {org1.clone(): "admin"}}),
+        project("p-in-deleted", 1, 0),
+    ] {
+        let refused = seed(app.store.as_ref(), vec![line.clone()]).await;
+        assert!(refused.is_err(), "{line}: {refused:?}");
+    }
+    assert_eq!(
+        app.data.count(&format!(
+            "SELECT COUNT(*) FROM organizations WHERE id = '{org1}' AND slug = id"
+        )),
+        1,
+        "still deleted, its slug still given back"
+    );
+}

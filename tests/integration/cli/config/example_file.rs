@@ -33,7 +33,7 @@ fn the_example_file_names_every_setting_at_its_default() {
     let file = write_file(&sandbox, "uncommented.toml", &uncommented);
     let all_set = check_json(&sandbox, &["--config", &file.display().to_string()], &[]);
     let settings = as_is["settings"].as_object().unwrap();
-    assert_eq!(settings.len(), 48, "{as_is}");
+    assert_eq!(settings.len(), 50, "{as_is}");
     for (name, setting) in settings {
         assert!(
             example.contains(&format!("\n# {name} = ")),
