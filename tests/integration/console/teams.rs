@@ -339,6 +339,52 @@ async fn an_admin_changes_a_role_and_a_member_leaves() {
             .iter()
             .any(|(email, _)| email == "viewer@acme.example")
     );
+
+    // Invited back: signed out, the link finds their account exists (the
+    // API's 409, as worded); "sign in first" keeps the link's secret in
+    // the tab, and they accept with their token.
+    let (status, invited) = api(
+        &server,
+        reqwest::Method::POST,
+        "/v1/invitations",
+        &admin,
+        json!({"organization_id": ACME, "email": "viewer@acme.example", "role": "member"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{invited}");
+    let link = invited["accept_url"].as_str().unwrap().to_owned();
+    browser.click("#sign-out").await;
+    browser
+        .visit(link.strip_prefix(&server.base).unwrap())
+        .await;
+    browser.sees("h1", "Accept an invitation").await;
+    browser.fill("#accept-email", "viewer@acme.example").await;
+    browser.click("#accept button[type=submit]").await;
+    browser
+        .sees(
+            "#accept-problem",
+            "an account with this email exists: sign in",
+        )
+        .await;
+    browser.click("#accept-sign-in").await;
+    browser.fill("#token", &viewer).await;
+    browser.click("form.sign-in button[type=submit]").await;
+    browser.sees("h1", "Accept an invitation").await;
+    browser
+        .sees("main", "You are signed in as Acme Viewer")
+        .await;
+    browser.click("#accept button[type=submit]").await;
+    browser
+        .sees("#notice", "Welcome to Acme Corp: you are member there.")
+        .await;
+    browser.sees("#projects", "acme-shop").await;
+    assert!(
+        members(&server, ACME, &admin)
+            .await
+            .contains(&("viewer@acme.example".to_owned(), "member".to_owned()))
+    );
+    // No new token was made for a signed-in acceptance.
+    assert_eq!(server.tokens(&viewer).await.len(), 1);
 }
 
 #[tokio::test]
