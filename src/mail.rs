@@ -66,9 +66,22 @@ impl std::fmt::Debug for SmtpOptions {
 }
 
 impl SmtpOptions {
+    /// The URL as lettre reads it: `smtp://` without a `tls` parameter
+    /// upgrades with STARTTLS when the server offers it
+    /// (`?tls=opportunistic`); `?tls=required` insists on it; `smtps://`
+    /// is TLS from the start.
+    fn transport_url(&self) -> String {
+        let plain = self.url.starts_with("smtp://") && !self.url.contains("tls=");
+        match (plain, self.url.contains('?')) {
+            (true, true) => format!("{}&tls=opportunistic", self.url),
+            (true, false) => format!("{}?tls=opportunistic", self.url),
+            (false, _) => self.url.clone(),
+        }
+    }
+
     /// Whether lettre can use them: the URL's form, the sender's address.
     pub fn check(&self) -> Result<(), String> {
-        AsyncSmtpTransport::<Tokio1Executor>::from_url(&self.url)
+        AsyncSmtpTransport::<Tokio1Executor>::from_url(&self.transport_url())
             .map_err(|_| "--smtp-url: write smtp://HOST[:PORT] or smtps://HOST[:PORT], with USER:PASSWORD@ before the host if the server wants them".to_owned())?;
         self.from
             .parse::<Mailbox>()
@@ -164,7 +177,7 @@ impl std::fmt::Debug for Mailer {
 impl Mailer {
     pub fn new(options: &SmtpOptions) -> anyhow::Result<Self> {
         options.check().map_err(anyhow::Error::msg)?;
-        let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(&options.url)
+        let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(&options.transport_url())
             .context("--smtp-url")?
             .timeout(Some(SEND_TIMEOUT))
             .build();
@@ -235,6 +248,17 @@ mod tests {
             from: "proxydeck <deck@example.com>".into(),
         };
         assert!(good.check().is_ok());
+        assert_eq!(
+            good.transport_url(),
+            "smtp://127.0.0.1:2525?tls=opportunistic"
+        );
+        for kept in ["smtp://h?tls=required", "smtps://h:465"] {
+            let options = SmtpOptions {
+                url: kept.into(),
+                ..good.clone()
+            };
+            assert_eq!(options.transport_url(), kept);
+        }
         let bad_url = SmtpOptions {
             url: "http://x".into(),
             ..good.clone()

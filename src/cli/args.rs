@@ -335,7 +335,8 @@ pub struct ServeArgs {
     #[arg(long, env = "PROXYDECK_INVITATIONS_PER_ORGANIZATION_PER_HOUR", default_value = "20", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
     pub invitations_per_organization_per_hour: u32,
     /// The SMTP server invitations are sent through: smtp://HOST[:PORT]
-    /// (STARTTLS with ?tls=required) or smtps://HOST[:PORT], with
+    /// (STARTTLS when offered; insisted on with ?tls=required) or
+    /// smtps://HOST[:PORT] (TLS from the start), with
     /// USER:PASSWORD@ when it asks; needs --smtp-from and --public-url.
     /// Without it, createInvitation answers the link instead.
     #[arg(

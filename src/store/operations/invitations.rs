@@ -549,15 +549,18 @@ async fn accept(
             // accepts nothing.
             write_steps::authorize(db, request, Action::ReadOwn, Target::OwnTokens, now).await?;
         }
-        // Looked up by its digest, whatever makes it unacceptable.
+        // Looked up by its digest, whatever makes it unacceptable, and its
+        // row locked (an UPDATE that changes nothing): a second acceptance
+        // at once waits here for the first to end, then finds it used and
+        // gets the one 404 (a plain read would let it on to the account
+        // check, which the first's new user would answer with a 409).
         let found = query_opt(
             db,
-            concat!(
-                "SELECT i.id, i.organization_id, i.role, i.created_at FROM invitations i
-                   JOIN organizations o ON o.id = i.organization_id AND o.deleted_at IS NULL
-                  WHERE i.digest = ?1 AND lower(i.email) = lower(?2) AND i.expires_at > ?3 AND ",
-                open!()
-            ),
+            "UPDATE invitations SET accepted_at = accepted_at
+              WHERE digest = ?1 AND lower(email) = lower(?2) AND expires_at > ?3
+                AND accepted_at IS NULL AND deleted_at IS NULL
+                AND organization_id IN (SELECT id FROM organizations WHERE deleted_at IS NULL)
+             RETURNING id, organization_id, role, created_at",
             &[
                 Param::Bytes(&asked.digest.0),
                 Param::Text(&asked.email),
