@@ -25,6 +25,7 @@ mod sqlite {
     mod feed;
     mod fuzz;
     mod instances;
+    mod losing_access;
     mod organizations;
     mod pagination_properties;
     mod project_writes;
@@ -54,6 +55,7 @@ mod postgres {
     mod feed;
     mod fuzz;
     mod instances;
+    mod losing_access;
     mod organizations;
     mod pagination_properties;
     mod project_writes;
