@@ -25,6 +25,7 @@ mod sqlite {
     mod feed;
     mod fuzz;
     mod instances;
+    mod losing_access;
     mod organizations;
     mod pagination_properties;
     mod project_writes;
@@ -55,6 +56,7 @@ mod postgres {
     mod feed;
     mod fuzz;
     mod instances;
+    mod losing_access;
     mod organizations;
     mod pagination_properties;
     mod project_writes;
