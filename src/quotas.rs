@@ -20,6 +20,22 @@ pub struct QuotaOptions {
     pub tokens_per_user_per_hour: u32,
     /// Edge reports a project keeps (`--edge-reports-per-project`).
     pub edge_reports_per_project: u32,
+    /// Who creates organizations (`--organization-creation`).
+    pub organization_creation: OrganizationCreation,
+    /// Organizations one user may create over the API in an hour
+    /// (`--organizations-per-user-per-hour`).
+    pub organizations_per_user_per_hour: u32,
+}
+
+/// Who may create an organization (docs/teams.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OrganizationCreation {
+    /// Any user with a live token (createOrganization).
+    #[default]
+    Anyone,
+    /// Only the operator (`proxydeck admin org create`): createOrganization
+    /// is a 403.
+    Operators,
 }
 
 impl Default for QuotaOptions {
@@ -29,6 +45,8 @@ impl Default for QuotaOptions {
             follows_per_user: 50,
             tokens_per_user_per_hour: 100,
             edge_reports_per_project: 1000,
+            organization_creation: OrganizationCreation::Anyone,
+            organizations_per_user_per_hour: 10,
         }
     }
 }

@@ -312,6 +312,19 @@ pub struct ServeArgs {
     /// oldest stale report, or is refused (409) when none is stale.
     #[arg(long, env = "PROXYDECK_EDGE_REPORTS_PER_PROJECT", default_value = "1000", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
     pub edge_reports_per_project: u32,
+    /// Who creates organizations: any user (createOrganization), or only
+    /// the operator (`admin org create`; createOrganization is a 403).
+    #[arg(
+        long,
+        env = "PROXYDECK_ORGANIZATION_CREATION",
+        default_value = "anyone",
+        value_name = "WHO"
+    )]
+    pub organization_creation: crate::quotas::OrganizationCreation,
+    /// Organizations one user may create in an hour (deleted ones count);
+    /// beyond it, 429 with Retry-After.
+    #[arg(long, env = "PROXYDECK_ORGANIZATIONS_PER_USER_PER_HOUR", default_value = "10", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
+    pub organizations_per_user_per_hour: u32,
     /// The DNS server custom domains' checks ask (HOST:PORT, an IP
     /// address); the system's resolvers (/etc/resolv.conf) by default.
     #[arg(long, env = "PROXYDECK_DNS_RESOLVER", value_name = "HOST:PORT")]

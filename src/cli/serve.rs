@@ -167,6 +167,8 @@ impl ServeArgs {
                 follows_per_user: self.feed_follows_per_user,
                 tokens_per_user_per_hour: self.tokens_per_user_per_hour,
                 edge_reports_per_project: self.edge_reports_per_project,
+                organization_creation: self.organization_creation,
+                organizations_per_user_per_hour: self.organizations_per_user_per_hour,
             },
             domains: DomainOptions {
                 resolver: self.dns_resolver,

@@ -139,16 +139,41 @@ pub struct User {
     pub created_at: Option<Timestamp>,
 }
 
-/// The caller as getMe answers it.
+/// A user as getMe and getUser answer it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserWithRoles {
     pub object: UserTag,
     pub id: String,
     pub email: String,
     pub name: String,
-    /// The role in the user's oldest membership.
+    /// Set by updateUser; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avatar_url: Option<String>,
+    /// The role in the user's oldest membership (of those shown), or
+    /// `member` for a user in no organization.
     pub role: Role,
+    /// By organization id: every one of the user's for itself, the ones
+    /// shared with the caller for another user.
     pub roles: BTreeMap<String, Role>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// A member of an organization as listOrganizationsUsers and
+/// updateOrganizationUser answer it: the user (its `created_at` and
+/// `updated_at` are the user's) with its role there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrganizationUser {
+    pub object: UserTag,
+    pub id: String,
+    pub email: String,
+    pub name: String,
+    /// The public document's `User` requires it: made from the name
+    /// ([`slug_of`]).
+    pub slug: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avatar_url: Option<String>,
+    pub role: Role,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

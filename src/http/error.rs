@@ -215,6 +215,13 @@ impl ApiError {
                 "this user created their most API tokens in an hour ({most}); retry in \
                  {retry_after_seconds} s"
             ),
+            Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::NewOrganizations(most),
+            } => format!(
+                "this user created their most organizations in an hour ({most}); retry in \
+                 {retry_after_seconds} s"
+            ),
             Self::Unavailable => "the service cannot reach its store; try again shortly".into(),
             Self::Internal => "an internal error occurred".into(),
         }
@@ -233,6 +240,8 @@ pub enum Throttle {
     Follows(crate::quotas::FollowRefusal),
     /// The API tokens the user created in the last hour.
     NewTokens(u32),
+    /// The organizations the user created in the last hour.
+    NewOrganizations(u32),
 }
 
 #[derive(Serialize)]
@@ -378,6 +387,13 @@ impl From<StoreError> for ApiError {
                 retry_after_seconds,
                 by: Throttle::NewTokens(most),
             },
+            StoreError::TooManyNewOrganizations {
+                most,
+                retry_after_seconds,
+            } => Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::NewOrganizations(most),
+            },
             StoreError::VersionMismatch => Self::PreconditionFailed,
             StoreError::IdempotencyKeyReused => Self::Conflict {
                 message: "this Idempotency-Key was used with another request body".into(),
@@ -425,6 +441,17 @@ fn conflict_message(conflict: Conflict) -> String {
             "the write conflicts with an object that exists".into()
         }
         Conflict::OrganizationExists { .. } => "the organization exists already".into(),
+        Conflict::OrganizationSlugTaken { slug } => {
+            format!("another organization has the slug {slug}: slugs are unique across the service")
+        }
+        Conflict::OrganizationHasProjects { projects } => format!(
+            "the organization has {projects} project{}: delete {} first",
+            if projects == 1 { "" } else { "s" },
+            if projects == 1 { "it" } else { "each" }
+        ),
+        Conflict::LastAdmin => "the organization's last admin cannot leave, be removed or become \
+             editor or member; make another member admin first"
+            .into(),
     }
 }
 

@@ -58,6 +58,7 @@ pub fn router(
         .merge(handlers::proxy_settings::routes(&state))
         .merge(handlers::api_tokens::routes(&state))
         .merge(handlers::organizations::routes(&state))
+        .merge(handlers::members::routes(&state))
         .merge(handlers::users::routes(&state))
         .merge(handlers::changes::routes(&state))
         .merge(handlers::edges::routes(&state))

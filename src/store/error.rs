@@ -44,6 +44,10 @@ pub enum StoreError {
     /// them leaves the hour in `retry_after_seconds`.
     #[error("the user created {most} API tokens in the last hour")]
     TooManyNewTokens { most: u32, retry_after_seconds: u64 },
+    /// The user created their most organizations in the last hour
+    /// (createOrganization, `--organizations-per-user-per-hour`).
+    #[error("the user created {most} organizations in the last hour")]
+    TooManyNewOrganizations { most: u32, retry_after_seconds: u64 },
     /// The object's version is none of those the write's `If-Match`
     /// names.
     #[error("the object's version does not match If-Match")]
@@ -88,6 +92,16 @@ pub enum Conflict {
     /// The project's revision numbers are all used.
     #[error("no revision number left")]
     NoRevisionNumberLeft,
+    /// Another organization has the slug (slugs are unique across the
+    /// service).
+    #[error("organization slug {slug} taken")]
+    OrganizationSlugTaken { slug: String },
+    /// The organization still has projects: each is deleted first.
+    #[error("the organization has {projects} projects")]
+    OrganizationHasProjects { projects: i64 },
+    /// The write would leave the organization without an admin.
+    #[error("the organization's last admin")]
+    LastAdmin,
     /// The revision was deactivated after the request read it for its
     /// checks, which were therefore not run.
     #[error("revision {revision} deactivated while being checked")]

@@ -2,7 +2,7 @@
 //! page's answer, and its [`ListingKey`] (hashed once per request) is what
 //! the read path knows it by.
 
-use crate::domain::directory::OrganizationType;
+use crate::domain::directory::{OrganizationType, Role};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::pagination::PageRequest;
 
@@ -20,6 +20,9 @@ pub enum Listing {
     /// A user's organizations, each an organization object, by the
     /// organization's `created_at` then `id`.
     Organizations(OrganizationsQuery),
+    /// An organization's members, each an OrganizationUser object, by
+    /// when they joined then the user's id.
+    Members(MembersQuery),
 }
 
 impl Listing {
@@ -30,6 +33,7 @@ impl Listing {
             Self::ApiTokens(_) => "list_api_tokens",
             Self::ProxySettings(_) => "list_proxy_settings",
             Self::Organizations(_) => "list_organizations",
+            Self::Members(_) => "list_organizations_users",
         }
     }
 }
@@ -107,6 +111,16 @@ pub struct OrganizationsQuery {
     pub user_id: String,
     /// Only organizations of this type.
     pub kind: Option<OrganizationType>,
+    pub page: PageRequest,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MembersQuery {
+    /// The organization (the caller is one of its members: decided
+    /// before).
+    pub organization_id: String,
+    /// Only the members of this role.
+    pub role: Option<Role>,
     pub page: PageRequest,
 }
 

@@ -42,7 +42,8 @@ pub use driver::caller::for_caller;
 pub use engine::operation::Operation;
 pub use error::{Conflict, StoreError};
 pub use listing::{
-    ApiTokensQuery, Listing, ListingKey, OrganizationsQuery, ProjectsQuery, ProxySettingsQuery,
+    ApiTokensQuery, Listing, ListingKey, MembersQuery, OrganizationsQuery, ProjectsQuery,
+    ProxySettingsQuery,
 };
 pub use options::{Caches, Pooler, Replicas, StoreOptions};
 pub use page::{JsonPage, JsonPageWriter};

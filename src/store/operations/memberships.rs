@@ -77,47 +77,84 @@ operation!(Me => me, Read, "get_me" -> Option<UserWithRoles>);
 
 async fn me(db: &mut dyn Db, Me { user_id }: &Me) -> Result<Option<UserWithRoles>, StoreError> {
     transaction!(db, begin_read, {
-        let Some(mut user) = query_opt(
-            db,
-            "SELECT id, email, name, created_at, updated_at FROM users WHERE id = ?1",
-            &[Param::Text(user_id)],
-            |row| {
-                Ok(UserWithRoles {
+        Ok(user_with_roles(db, user_id, None)
+            .await?
+            .map(|(user, _)| user))
+    })
+}
+
+/// The user `user_id` with its roles and its version, `None` when there
+/// is no such user. Seen by another user (`seen_by`), its roles are
+/// those of the organizations both belong to; by itself, all of them. A
+/// user in no organization shown has the role `member` and no `roles`.
+pub(crate) async fn user_with_roles(
+    db: &mut dyn Db,
+    user_id: &str,
+    seen_by: Option<&str>,
+) -> Result<Option<(UserWithRoles, i64)>, StoreError> {
+    let Some((mut user, version)) = query_opt(
+        db,
+        "SELECT id, email, name, avatar_url, created_at, updated_at, version
+           FROM users WHERE id = ?1",
+        &[Param::Text(user_id)],
+        |row| {
+            Ok((
+                UserWithRoles {
                     object: UserTag::Tag,
                     id: row.text(0)?,
                     email: row.text(1)?,
                     name: row.text(2)?,
-                    // Every user has a membership; the first row below
-                    // says which role.
+                    avatar_url: (!row.is_null(3)?).then(|| row.text(3)).transpose()?,
+                    // The first membership below says which role.
                     role: Role::Member,
                     roles: BTreeMap::new(),
-                    created_at: timestamp(row, 3)?,
-                    updated_at: timestamp(row, 4)?,
-                })
-            },
-        )
-        .await?
-        else {
-            return Ok(None);
-        };
-        let mut oldest = None;
-        db.query(
-            concat!(
-                "SELECT m.organization_id, m.role FROM memberships m WHERE m.user_id = ?1 ",
-                oldest_first!()
-            ),
-            &[Param::Text(user_id)],
-            &mut |row| {
-                let role = role(row, 1)?;
-                oldest.get_or_insert(role);
-                user.roles.insert(row.text(0)?, role);
-                Ok(true)
-            },
-        )
-        .await?;
-        user.role = oldest.unwrap_or(Role::Member);
-        Ok(Some(user))
-    })
+                    created_at: timestamp(row, 4)?,
+                    updated_at: timestamp(row, 5)?,
+                },
+                row.int(6)?,
+            ))
+        },
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let mut oldest = None;
+    let mut each = |row: &dyn Row| {
+        let role = role(row, 1)?;
+        oldest.get_or_insert(role);
+        user.roles.insert(row.text(0)?, role);
+        Ok(true)
+    };
+    match seen_by {
+        None => {
+            db.query(
+                concat!(
+                    "SELECT m.organization_id, m.role FROM memberships m WHERE m.user_id = ?1 ",
+                    oldest_first!()
+                ),
+                &[Param::Text(user_id)],
+                &mut each,
+            )
+            .await?
+        }
+        Some(caller) => {
+            db.query(
+                concat!(
+                    "SELECT m.organization_id, m.role FROM memberships m
+                       JOIN memberships c ON c.organization_id = m.organization_id
+                                         AND c.user_id = ?2
+                      WHERE m.user_id = ?1 ",
+                    oldest_first!()
+                ),
+                &[Param::Text(user_id), Param::Text(caller)],
+                &mut each,
+            )
+            .await?
+        }
+    }
+    user.role = oldest.unwrap_or(Role::Member);
+    Ok(Some((user, version)))
 }
 
 /// Which of a user's organizations.
@@ -139,15 +176,17 @@ pub struct MemberOrganization {
     pub which: WhichOrganization,
 }
 
-operation!(MemberOrganization => member_organization, Read, "get_organization" -> OrganizationObject);
+operation!(MemberOrganization => member_organization, Read, "get_organization" -> (OrganizationObject, i64));
 
+/// The organization and its version (its `ETag`, which updateOrganization's
+/// `If-Match` compares).
 async fn member_organization(
     db: &mut dyn Db,
     MemberOrganization { user_id, which }: &MemberOrganization,
-) -> Result<OrganizationObject, StoreError> {
+) -> Result<(OrganizationObject, i64), StoreError> {
     let with_role = |row: &dyn Row| {
         let role = (!row.is_null(6)?).then(|| role(row, 6)).transpose()?;
-        Ok((organization(row)?, role))
+        Ok(((organization(row)?, row.int(7)?), role))
     };
     let found = match which {
         WhichOrganization::Id(id) => {
@@ -156,7 +195,7 @@ async fn member_organization(
                 concat!(
                     "SELECT ",
                     organization_columns!(),
-                    ", m.role FROM organizations o
+                    ", m.role, o.version FROM organizations o
                      LEFT JOIN memberships m ON m.organization_id = o.id AND m.user_id = ?1
                      WHERE o.id = ?2"
                 ),
@@ -171,7 +210,7 @@ async fn member_organization(
                 concat!(
                     "SELECT ",
                     organization_columns!(),
-                    ", m.role ",
+                    ", m.role, o.version ",
                     from_memberships!(),
                     " ",
                     oldest_first!(),

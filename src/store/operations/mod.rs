@@ -11,10 +11,13 @@ mod by_name;
 pub mod changes;
 pub mod domains;
 pub mod edges;
+pub mod members;
 pub mod memberships;
+pub mod organizations;
 pub mod projects;
 pub mod proxy_settings;
 mod readable;
+pub mod users;
 pub mod write_request;
 pub mod write_steps;
 
@@ -35,5 +38,6 @@ pub(crate) async fn read_page(
         Listing::ApiTokens(query) => api_tokens::page(db, query).await,
         Listing::ProxySettings(query) => proxy_settings::page(db, query).await,
         Listing::Organizations(query) => memberships::page(db, query).await,
+        Listing::Members(query) => members::page(db, query).await,
     }
 }

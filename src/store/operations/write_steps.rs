@@ -58,6 +58,12 @@ pub(super) enum Target<'a> {
     OwnTokens,
     /// A token (by id), the caller's or not: deleteApiToken.
     Token(&'a str),
+    /// The caller itself: createOrganization.
+    Caller,
+    /// A user (by id): the caller itself, one it shares an organization
+    /// with (a member of it, the caller's role there), or a stranger:
+    /// updateUser.
+    User(&'a str),
 }
 
 impl Target<'_> {
@@ -67,6 +73,7 @@ impl Target<'_> {
             Self::Project(_) => "project",
             Self::Organization(_) => "organization",
             Self::OwnTokens | Self::Token(_) => "api token",
+            Self::Caller | Self::User(_) => "user",
         }
     }
 }
@@ -96,6 +103,16 @@ const CALLER_AND_TOKEN: &str = "SELECT t.revoked_at IS NOT NULL, t.expires_at,
    LEFT JOIN api_tokens o ON o.id = ?2 AND o.user_id = t.user_id AND o.revoked_at IS NULL
   WHERE t.id = ?1";
 
+const CALLER_AND_USER: &str = "SELECT t.revoked_at IS NOT NULL, t.expires_at,
+        CAST(NULL AS TEXT),
+        CASE WHEN t.user_id = ?2 THEN NULL ELSE
+          (SELECT c.role FROM memberships c
+             JOIN memberships u ON u.organization_id = c.organization_id AND u.user_id = ?2
+            WHERE c.user_id = t.user_id LIMIT 1) END,
+        t.user_id = ?2
+   FROM api_tokens t
+  WHERE t.id = ?1";
+
 /// Decides whether the write's caller may do `action` to `target`
 /// ([`access::decide`]), from facts read in the write's transaction: the
 /// token as stored now (a token revoked a moment ago writes nothing, on
@@ -118,7 +135,8 @@ pub(super) async fn authorize(
     let (sql, id) = match target {
         Target::Project(id) => (CALLER_AND_PROJECT, Some(id)),
         Target::Organization(id) => (CALLER_IN_ORGANIZATION, Some(id)),
-        Target::OwnTokens => (CALLER, None),
+        Target::OwnTokens | Target::Caller => (CALLER, None),
+        Target::User(id) => (CALLER_AND_USER, Some(id)),
         Target::Token(id) => (CALLER_AND_TOKEN, Some(id)),
     };
     let params: &[Param] = match &id {
