@@ -56,6 +56,9 @@ async fn organizations_are_listed_created_renamed_and_deleted_by_slug() {
         .get_json(&format!("/v1/organizations/{id}"), &token)
         .await;
     assert_eq!(read, created);
+    // The token's cached organizations learn of the new one within the
+    // cache's delay (docs/teams.md, "Losing access", the other way).
+    app.clock.advance(CACHE_TTL);
     let admins = run(&[
         "members",
         "list",

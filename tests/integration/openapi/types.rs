@@ -91,6 +91,7 @@ fn documented_members_are_the_ones_the_types_write() {
             id: "u1".into(),
             email: "u1@example.com".into(),
             name: "u1".into(),
+            avatar_url: None,
             role,
             roles: Role::ALL
                 .into_iter()
