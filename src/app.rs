@@ -18,6 +18,7 @@ use crate::domain_checks::{DomainChecks, DomainOptions};
 use crate::feed::{Feed, FeedOptions};
 use crate::http::transport::server::{self, ServerOptions};
 use crate::http::{self, AppState, Metering, MetricsRoute, RequestLimits, Routes, Services};
+use crate::mail::{InvitationOptions, Invitations};
 use crate::quotas::{Follows, QuotaOptions};
 use crate::rate_limit::failures::FailureLimiter;
 use crate::rate_limit::{RateLimitOptions, RateLimiter};
@@ -42,6 +43,8 @@ pub struct ServiceOptions {
     pub quotas: QuotaOptions,
     /// Custom domains: their DNS checks and limits (`domain_checks.rs`).
     pub domains: DomainOptions,
+    /// Invitations: their lifetime, hourly bound, link and email (`mail.rs`).
+    pub invitations: InvitationOptions,
     /// Where lifetimes and limits read the time (tests move their own).
     pub clock: Clock,
 }
@@ -59,6 +62,7 @@ impl Default for ServiceOptions {
             feed: FeedOptions::default(),
             quotas: QuotaOptions::default(),
             domains: DomainOptions::default(),
+            invitations: InvitationOptions::default(),
             clock: Clock::system(),
         }
     }
@@ -145,7 +149,9 @@ impl Service {
             .as_ref()
             .map(|policy| Arc::new(FailureLimiter::new(policy, clock)));
         let domain_checks = Arc::new(DomainChecks::new(store.clone(), options.domains)?);
+        let invitations = Arc::new(Invitations::new(options.invitations)?);
         let state = AppState::new(Services {
+            invitations,
             domain_checks: domain_checks.clone(),
             store,
             auth: auth.clone(),

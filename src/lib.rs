@@ -28,6 +28,7 @@ pub mod domain_checks;
 pub mod feed;
 mod follow;
 pub mod http;
+pub mod mail;
 pub mod metrics;
 mod output;
 pub mod quotas;

@@ -348,6 +348,31 @@ pub struct ServeArgs {
     /// Domains not verified yet one organization holds at most.
     #[arg(long, env = "PROXYDECK_PENDING_DOMAINS_PER_ORGANIZATION", default_value = "1000", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
     pub pending_domains_per_organization: u32,
+    /// How long an invitation may be accepted (docs/teams.md).
+    #[arg(long, env = "PROXYDECK_INVITATION_TTL", default_value = "7d", value_parser = parse_duration, value_name = "DURATION")]
+    pub invitation_ttl: Duration,
+    /// Invitations one organization may create in an hour (deleted and
+    /// accepted ones count); beyond it, 429 with Retry-After.
+    #[arg(long, env = "PROXYDECK_INVITATIONS_PER_ORGANIZATION_PER_HOUR", default_value = "20", value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
+    pub invitations_per_organization_per_hour: u32,
+    /// The SMTP server invitations are sent through: smtp://HOST[:PORT]
+    /// (STARTTLS with ?tls=required) or smtps://HOST[:PORT], with
+    /// USER:PASSWORD@ when it asks; needs --smtp-from and --public-url.
+    /// Without it, createInvitation answers the link instead.
+    #[arg(
+        long,
+        env = "PROXYDECK_SMTP_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub smtp_url: Option<String>,
+    /// The sender of invitations' emails, such as "proxydeck <deck@example.com>".
+    #[arg(long, env = "PROXYDECK_SMTP_FROM", value_name = "ADDRESS")]
+    pub smtp_from: Option<String>,
+    /// The service's address as people reach it (https://deck.example.com):
+    /// the base of invitations' links; the request's own origin otherwise.
+    #[arg(long, env = "PROXYDECK_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
     /// Longest a request may take before it is answered with 503.
     #[arg(long, env = "PROXYDECK_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
     pub request_timeout: Duration,

@@ -16,6 +16,7 @@ use crate::domain_checks::DomainOptions;
 use crate::feed::FeedOptions;
 use crate::http::RequestLimits;
 use crate::http::transport::server::ServerOptions;
+use crate::mail::{InvitationOptions, SmtpOptions};
 use crate::quotas::QuotaOptions;
 use crate::rate_limit::redis::RedisUrl;
 use crate::rate_limit::{Policy, RateLimitOptions};
@@ -140,7 +141,9 @@ impl ServeArgs {
                 "--rate-limit-redis-password-file: there is no --rate-limit-redis to give it to",
             ));
         }
+        let invitations = self.invitation_options(effective)?;
         Ok(ServiceOptions {
+            invitations,
             listen: self.listen.clone(),
             admin_listen: self.admin_listen.clone(),
             console: self.console,
@@ -205,6 +208,78 @@ impl ServeArgs {
                 client_address_header: self.client_address_header.clone(),
             },
             ..defaults
+        })
+    }
+}
+
+impl ServeArgs {
+    /// `--invitation-ttl`, the hourly bound, `--public-url` and SMTP: an
+    /// SMTP URL needs a sender and the public URL the links are made of.
+    fn invitation_options(
+        &self,
+        effective: &config::Effective,
+    ) -> anyhow::Result<InvitationOptions> {
+        let public_url = self
+            .public_url
+            .as_deref()
+            .map(|url| {
+                let parsed = url::Url::parse(url).ok().filter(|parsed| {
+                    matches!(parsed.scheme(), "http" | "https")
+                        && parsed.host().is_some()
+                        && parsed.query().is_none()
+                        && parsed.fragment().is_none()
+                });
+                match parsed {
+                    Some(_) => Ok(url.trim_end_matches('/').to_owned()),
+                    None => Err(effective.refuse(
+                        "public-url",
+                        "--public-url: write the service's address as people reach it, \
+                         such as https://deck.example.com",
+                    )),
+                }
+            })
+            .transpose()?;
+        let smtp = match (&self.smtp_url, &self.smtp_from) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(effective.refuse(
+                    "smtp-from",
+                    "--smtp-from: there is no --smtp-url to send from",
+                ));
+            }
+            (Some(_), None) => {
+                return Err(effective.refuse(
+                    "smtp-url",
+                    "--smtp-url needs --smtp-from: the sender of invitations' emails",
+                ));
+            }
+            (Some(url), Some(from)) => {
+                let smtp = SmtpOptions {
+                    url: url.clone(),
+                    from: from.clone(),
+                };
+                smtp.check().map_err(|why| {
+                    let setting = if why.starts_with("--smtp-url") {
+                        "smtp-url"
+                    } else {
+                        "smtp-from"
+                    };
+                    effective.refuse(setting, why)
+                })?;
+                Some(smtp)
+            }
+        };
+        if smtp.is_some() && public_url.is_none() {
+            return Err(effective.refuse(
+                "smtp-url",
+                "--smtp-url needs --public-url: the address invitations' links lead to",
+            ));
+        }
+        Ok(InvitationOptions {
+            ttl: self.invitation_ttl,
+            per_organization_per_hour: self.invitations_per_organization_per_hour,
+            public_url,
+            smtp,
         })
     }
 }

@@ -1,12 +1,13 @@
-//! The API token secret: how it is made, checked, digested and redacted
-//! (`docs/decisions.md` section 4).
+//! The secrets the service hands out: API tokens (`pxd_`) and invitation
+//! secrets (`pxi_`, docs/teams.md): how they are made, checked, digested
+//! and redacted (`docs/decisions.md` section 4).
 //!
-//! Format: `pxd_` + 32 random base62 characters (190 bits from the
-//! operating system's CSPRNG via `rand`'s thread generator) + 6 base62
-//! characters of CRC-32 over everything before them. The prefix lets secret
-//! scanners recognise a leaked token; the checksum lets the service refuse a
-//! mistyped token without a store look-up. Only the SHA-256 digest is
-//! stored.
+//! Format: a prefix (`pxd_`, `pxi_`) + 32 random base62 characters (190
+//! bits from the operating system's CSPRNG via `rand`'s thread generator)
+//! + 6 base62 characters of CRC-32 over everything before them. The prefix
+//! lets secret scanners recognise a leaked secret (and says which kind it
+//! is); the checksum lets the service refuse a mistyped one without a
+//! store look-up. Only the SHA-256 digest is stored.
 
 use std::borrow::Cow;
 
@@ -14,9 +15,19 @@ use rand::distr::{Alphanumeric, SampleString};
 use sha2::{Digest, Sha256};
 
 pub const TOKEN_PREFIX: &str = "pxd_";
+/// An invitation's secret (docs/teams.md, "Invitations").
+pub const INVITATION_PREFIX: &str = "pxi_";
+/// Every prefix [`redact`] and [`may_hold_a_token`] look for, with what
+/// replaces a secret of it.
+const PREFIXES: [(&str, &str); 2] = [
+    (TOKEN_PREFIX, REDACTED),
+    (INVITATION_PREFIX, REDACTED_INVITATION),
+];
+const PREFIX_LEN: usize = 4;
 const RANDOM_LEN: usize = 32;
 const CHECKSUM_LEN: usize = 6;
-pub const TOKEN_LEN: usize = TOKEN_PREFIX.len() + RANDOM_LEN + CHECKSUM_LEN;
+/// The length of a secret of any kind (every prefix is 4 characters).
+pub const TOKEN_LEN: usize = PREFIX_LEN + RANDOM_LEN + CHECKSUM_LEN;
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// SHA-256 of the whole token text: the only form in which a token is stored.
@@ -29,26 +40,37 @@ impl std::fmt::Debug for TokenDigest {
     }
 }
 
-/// Makes a new secret. Shown once to its owner, never stored.
+/// Makes a new API token. Shown once to its owner, never stored.
 pub fn generate() -> String {
+    generate_with(TOKEN_PREFIX)
+}
+
+/// Makes a new secret with `prefix` (one of [`TOKEN_PREFIX`],
+/// [`INVITATION_PREFIX`]).
+pub fn generate_with(prefix: &str) -> String {
+    debug_assert_eq!(prefix.len(), PREFIX_LEN);
     let mut token = String::with_capacity(TOKEN_LEN);
-    token.push_str(TOKEN_PREFIX);
+    token.push_str(prefix);
     Alphanumeric.append_string(&mut rand::rng(), &mut token, RANDOM_LEN);
     let checksum = checksum(&token);
     token.push_str(std::str::from_utf8(&checksum).expect("base62 is ASCII"));
     token
 }
 
-/// True when `candidate` has the token's shape and a matching checksum.
+/// True when `candidate` has the API token's shape and a matching checksum.
 pub fn is_well_formed(candidate: &str) -> bool {
+    is_well_formed_with(TOKEN_PREFIX, candidate)
+}
+
+/// True when `candidate` is a secret with `prefix`, of the right shape,
+/// with a matching checksum.
+pub fn is_well_formed_with(prefix: &str, candidate: &str) -> bool {
     let bytes = candidate.as_bytes();
-    if bytes.len() != TOKEN_LEN || !candidate.starts_with(TOKEN_PREFIX) {
+    if prefix.len() != PREFIX_LEN || bytes.len() != TOKEN_LEN || !candidate.starts_with(prefix) {
         return false;
     }
     let (body, given) = bytes.split_at(TOKEN_LEN - CHECKSUM_LEN);
-    body[TOKEN_PREFIX.len()..]
-        .iter()
-        .all(u8::is_ascii_alphanumeric)
+    body[PREFIX_LEN..].iter().all(u8::is_ascii_alphanumeric)
         && checksum(std::str::from_utf8(body).unwrap_or_default()) == given
 }
 
@@ -66,19 +88,24 @@ pub fn hint(token: &str) -> String {
 
 /// What [`redact`] puts where a token was.
 pub const REDACTED: &str = "pxd_…(redacted)";
+/// What [`redact`] puts where an invitation's secret was.
+pub const REDACTED_INVITATION: &str = "pxi_…(redacted)";
 
-/// Whether `text` holds the prefix: the request values that may be kept
-/// or repeated (`X-Request-Id`, `Idempotency-Key`) are refused on it, the
-/// checksum unchecked, since a token with a typo is still almost all of
-/// its secret.
+/// Whether `text` holds a secret's prefix (`pxd_`, `pxi_`): the request
+/// values that may be kept or repeated (`X-Request-Id`,
+/// `Idempotency-Key`) are refused on it, the checksum unchecked, since a
+/// secret with a typo is still almost all of it.
 pub fn may_hold_a_token(text: &[u8]) -> bool {
-    memchr::memmem::find(text, TOKEN_PREFIX.as_bytes()).is_some()
+    PREFIXES
+        .iter()
+        .any(|(prefix, _)| memchr::memmem::find(text, prefix.as_bytes()).is_some())
 }
 
-/// `text` with each run of the prefix and the base62 characters after it
-/// (a token, whole, cut short or mistyped) replaced by [`REDACTED`]. The
-/// prefix in any case (`PXD_`) and with its `_` percent-encoded
-/// (`pxd%5F`, as a URL's query carries it) counts too.
+/// `text` with each run of a prefix (`pxd_`, `pxi_`) and the base62
+/// characters after it (a secret, whole, cut short or mistyped) replaced
+/// by [`REDACTED`] (or [`REDACTED_INVITATION`]). The prefix in any case
+/// (`PXD_`) and with its `_` percent-encoded (`pxd%5F`, as a URL's query
+/// carries it) counts too.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let Some(first) = prefix_at(text.as_bytes(), 0) else {
         return Cow::Borrowed(text);
@@ -86,7 +113,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     let mut redacted = String::with_capacity(text.len());
     let (mut copied, mut next) = (0, Some(first));
-    while let Some((at, prefix_len)) = next {
+    while let Some((at, prefix_len, replacement)) = next {
         let start = at + prefix_len;
         let secret = bytes[start..]
             .iter()
@@ -98,7 +125,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         redacted.push_str(if secret == 0 {
             &text[at..start]
         } else {
-            REDACTED
+            replacement
         });
         copied = start + secret;
         next = prefix_at(bytes, copied);
@@ -107,23 +134,26 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     Cow::Owned(redacted)
 }
 
-/// The first token prefix at or after `from`, in any case, its `_` plain
-/// or percent-encoded: where it starts and how long it is.
-fn prefix_at(text: &[u8], from: usize) -> Option<(usize, usize)> {
-    let stem = &TOKEN_PREFIX.as_bytes()[..TOKEN_PREFIX.len() - 1];
+/// The first secret's prefix at or after `from`, in any case, its `_`
+/// plain or percent-encoded: where it starts, how long it is, and what
+/// replaces its secret.
+fn prefix_at(text: &[u8], from: usize) -> Option<(usize, usize, &'static str)> {
     (from..text.len()).find_map(|at| {
         let rest = &text[at..];
-        if rest.len() < stem.len() + 1 || !rest[..stem.len()].eq_ignore_ascii_case(stem) {
-            return None;
-        }
-        let after = &rest[stem.len()..];
-        if after[0] == b'_' {
-            Some((at, stem.len() + 1))
-        } else if after.len() >= 3 && after[..3].eq_ignore_ascii_case(b"%5f") {
-            Some((at, stem.len() + 3))
-        } else {
-            None
-        }
+        PREFIXES.iter().find_map(|(prefix, replacement)| {
+            let stem = &prefix.as_bytes()[..prefix.len() - 1];
+            if rest.len() < stem.len() + 1 || !rest[..stem.len()].eq_ignore_ascii_case(stem) {
+                return None;
+            }
+            let after = &rest[stem.len()..];
+            if after[0] == b'_' {
+                Some((at, stem.len() + 1, *replacement))
+            } else if after.len() >= 3 && after[..3].eq_ignore_ascii_case(b"%5f") {
+                Some((at, stem.len() + 3, *replacement))
+            } else {
+                None
+            }
+        })
     })
 }
 
@@ -204,6 +234,29 @@ mod tests {
             format!("{REDACTED} ?t={REDACTED}&u={REDACTED} é pxd%5F pXd_")
         );
         assert!(matches!(redact("pxd%5 pxd- é"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn invitation_secrets_have_their_own_prefix_and_are_redacted() {
+        let secret = generate_with(INVITATION_PREFIX);
+        assert_eq!(secret.len(), TOKEN_LEN);
+        assert!(is_well_formed_with(INVITATION_PREFIX, &secret), "{secret}");
+        // Not an API token, and an API token is no invitation's secret.
+        assert!(!is_well_formed(&secret));
+        assert!(!is_well_formed_with(INVITATION_PREFIX, &generate()));
+        let mut typo = secret.clone().into_bytes();
+        typo[10] = if typo[10] == b'a' { b'b' } else { b'a' };
+        assert!(!is_well_formed_with(
+            INVITATION_PREFIX,
+            &String::from_utf8(typo).unwrap()
+        ));
+        let token = generate();
+        let text = format!("a={secret}&b=PXI%5F{} {token}", &secret[4..]);
+        assert_eq!(
+            redact(&text),
+            format!("a={REDACTED_INVITATION}&b={REDACTED_INVITATION} {REDACTED}")
+        );
+        assert!(may_hold_a_token(secret.as_bytes()) && !may_hold_a_token(b"pxi-1"));
     }
 
     #[test]

@@ -138,6 +138,77 @@ fn client_address(request: &Request, header: Option<&HeaderName>) -> Option<IpAd
     })
 }
 
+/// acceptInvitation's gate (docs/teams.md, "Accepting one"): with
+/// `Authorization`, [`authenticate`] as every route; without, the request
+/// goes on unauthenticated, unless its client's address failed too often
+/// (429, as a failed authentication would be). Either way the handler
+/// gets a [`MaybeCaller`], which counts a failed acceptance against the
+/// address.
+pub async fn authenticate_if_given(
+    State(app): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let address = app
+        .failures
+        .as_ref()
+        .and_then(|_| client_address(&request, app.client_address_header.as_ref()));
+    request.extensions_mut().insert(ClientAddress(address));
+    if request.headers().contains_key(AUTHORIZATION) {
+        return authenticate(State(app), request, next).await;
+    }
+    if let Some(refusal) = app
+        .failures
+        .as_deref()
+        .zip(address)
+        .and_then(|(limiter, address)| limiter.refusal(address))
+    {
+        crate::metrics::auth_failure_rejected();
+        return ApiError::RateLimited {
+            retry_after_seconds: refusal.retry_after_seconds,
+            by: Throttle::FailedAuthentications,
+        }
+        .into_response();
+    }
+    next.run(request).await
+}
+
+#[derive(Clone, Copy)]
+struct ClientAddress(Option<IpAddr>);
+
+/// The caller of a route behind [`authenticate_if_given`]: authenticated
+/// when it sent `Authorization`, and its client's address.
+pub struct MaybeCaller {
+    pub caller: Option<Caller>,
+    address: Option<IpAddr>,
+}
+
+impl MaybeCaller {
+    /// Counts a failed attempt against the client's address, as a failed
+    /// authentication is counted.
+    pub fn record_failure(&self, app: &AppState) {
+        if let Some((limiter, address)) = app.failures.as_deref().zip(self.address) {
+            limiter.record(address);
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for MaybeCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        let address = parts
+            .extensions
+            .get::<ClientAddress>()
+            .and_then(|ClientAddress(address)| *address);
+        let caller = parts
+            .extensions
+            .remove::<Authenticated>()
+            .map(|Authenticated(principal)| Caller(principal));
+        Ok(Self { caller, address })
+    }
+}
+
 /// The principal [`authenticate`] found, handed to the handler.
 #[derive(Clone)]
 struct Authenticated(Arc<Principal>);

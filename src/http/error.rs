@@ -222,6 +222,13 @@ impl ApiError {
                 "this user created their most organizations in an hour ({most}); retry in \
                  {retry_after_seconds} s"
             ),
+            Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::NewInvitations(most),
+            } => format!(
+                "this organization created its most invitations in an hour ({most}, deleted and \
+                 accepted ones included); retry in {retry_after_seconds} s"
+            ),
             Self::Unavailable => "the service cannot reach its store; try again shortly".into(),
             Self::Internal => "an internal error occurred".into(),
         }
@@ -242,6 +249,8 @@ pub enum Throttle {
     NewTokens(u32),
     /// The organizations the user created in the last hour.
     NewOrganizations(u32),
+    /// The invitations the organization created in the last hour.
+    NewInvitations(u32),
 }
 
 #[derive(Serialize)]
@@ -393,6 +402,13 @@ impl From<StoreError> for ApiError {
             } => Self::RateLimited {
                 retry_after_seconds,
                 by: Throttle::NewOrganizations(most),
+            },
+            StoreError::TooManyNewInvitations {
+                most,
+                retry_after_seconds,
+            } => Self::RateLimited {
+                retry_after_seconds,
+                by: Throttle::NewInvitations(most),
             },
             StoreError::VersionMismatch => Self::PreconditionFailed,
             StoreError::IdempotencyKeyReused => Self::Conflict {

@@ -63,6 +63,7 @@ pub fn router(
         .merge(handlers::changes::routes(&state))
         .merge(handlers::edges::routes(&state))
         .merge(handlers::domains::routes(&state))
+        .merge(handlers::invitations::routes(&state))
         .merge(monitoring::routes(metrics))
         .merge(openapi::routes())
         .merge(beside);

@@ -30,6 +30,8 @@ pub struct Services {
     pub quotas: crate::quotas::QuotaOptions,
     /// The custom domains' DNS checks, and their options.
     pub domain_checks: Arc<crate::domain_checks::DomainChecks>,
+    /// Invitations' options and their mailer (`mail.rs`).
+    pub invitations: Arc<crate::mail::Invitations>,
 }
 
 impl AppState {

@@ -48,6 +48,11 @@ pub enum StoreError {
     /// (createOrganization, `--organizations-per-user-per-hour`).
     #[error("the user created {most} organizations in the last hour")]
     TooManyNewOrganizations { most: u32, retry_after_seconds: u64 },
+    /// The organization created its most invitations in the last hour
+    /// (deleted and accepted ones count); one leaves the hour in
+    /// `retry_after_seconds`.
+    #[error("the organization created {most} invitations in the last hour")]
+    TooManyNewInvitations { most: u32, retry_after_seconds: u64 },
     /// The object's version is none of those the write's `If-Match`
     /// names.
     #[error("the object's version does not match If-Match")]

@@ -35,6 +35,7 @@ mod sqlite {
     mod request_costs;
     mod request_values;
     mod store_contract;
+    mod teams;
     mod token_writes;
     mod write_rights;
 }
@@ -64,6 +65,7 @@ mod postgres {
     mod request_costs;
     mod request_values;
     mod store_contract;
+    mod teams;
     mod token_writes;
     mod write_rights;
 }

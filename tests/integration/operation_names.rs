@@ -20,6 +20,9 @@ use proxydeck::store::operations::domains::{
     CreateDomain, DeleteDomain, GetDomain, ListDomains, RecordCheck, TakeDueChecks, UpdateDomain,
 };
 use proxydeck::store::operations::edges::{DeleteEdge, ListEdges, ReportEdge};
+use proxydeck::store::operations::invitations::{
+    AcceptInvitation, CreateInvitation, DeleteInvitation, GetInvitation, ListInvitations,
+};
 use proxydeck::store::operations::memberships::{Me, MemberOrganization};
 use proxydeck::store::operations::projects::{
     CreateProject, DeleteProject, GetProject, UpdateProject,
@@ -97,6 +100,11 @@ fn every_operation() -> Vec<(&'static str, &'static str, Serves)> {
         CreateDomain => Api("createProjectDomain"),
         UpdateDomain => Api("updateProjectDomain"),
         DeleteDomain => Api("deleteProjectDomain"),
+        ListInvitations => Api("listInvitations"),
+        GetInvitation => Api("getInvitation"),
+        CreateInvitation => Api("createInvitation"),
+        DeleteInvitation => Api("deleteInvitation"),
+        AcceptInvitation => Api("acceptInvitation"),
         TakeDueChecks => Own,
         RecordCheck => Own,
         CreateOrganization => Command("admin org create"),

@@ -674,15 +674,15 @@ async fn accept(args: InvitationAccept, out: &Output) -> anyhow::Result<()> {
     let organization = table::cell(&accepted["organization_id"]);
     out.print(&accepted, || {
         let joined = format!("Joined organization {organization} as {role}.");
-        let text = match &kept {
+        let signed_in = match &kept {
             Some(file) => format!(
-                "{joined}\nSigned in to {} as {who}: the new API token is kept in {} (profile {:?}).",
+                "Signed in to {} as {who}: the new API token is kept in {} (profile {:?}).",
                 target.url,
                 file.display(),
                 target.profile
             ),
-            None => format!("{joined}\nSigned in to {} as {who}.", target.url),
+            None => format!("Signed in to {} as {who}.", target.url),
         };
-        printable(&text).into_owned()
+        format!("{}\n{}", printable(&joined), printable(&signed_in))
     })
 }

@@ -5,6 +5,7 @@ pub mod api_tokens;
 pub mod changes;
 pub mod domains;
 pub mod edges;
+pub mod invitations;
 pub mod members;
 pub mod organizations;
 pub mod projects;

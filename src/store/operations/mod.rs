@@ -11,6 +11,7 @@ mod by_name;
 pub mod changes;
 pub mod domains;
 pub mod edges;
+pub mod invitations;
 pub mod members;
 pub mod memberships;
 pub mod organizations;

@@ -32,6 +32,7 @@ async fn every_listing_answer_validates_and_covers_the_document() {
     changes_of_every_type(&app).await;
     edges_of_every_kind(&app, &token).await;
     domains_of_every_kind(&app, &token).await;
+    let invitation = invitations_of_every_status(&app, &token).await;
 
     let org2 = org_id(2);
     let expiring_id = expiring.id;
@@ -95,6 +96,19 @@ async fn every_listing_answer_validates_and_covers_the_document() {
             DOMAINS,
             "/v1/projects/p-full/domains?limit=2&start_key=b.example.com".into(),
         ),
+        (INVITATIONS, INVITATIONS.into()),
+        // After the oldest, newest first: an empty page.
+        (
+            INVITATIONS,
+            format!("/v1/invitations?start_key={invitation}"),
+        ),
+        (
+            INVITATIONS,
+            format!(
+                "/v1/invitations?organization_id={}&limit=1&order_direction=ASC&start_key={invitation}",
+                org_id(1)
+            ),
+        ),
         (CHANGES, "/v1/changes".into()),
         (CHANGES, "/v1/changes?after=0&limit=1000&wait=0s".into()),
         (CHANGES, "/v1/changes?after=99999999".into()),
@@ -115,6 +129,7 @@ async fn every_listing_answer_validates_and_covers_the_document() {
         CHANGES,
         EDGES,
         DOMAINS,
+        INVITATIONS,
     ] {
         let used: BTreeSet<String> = requests
             .iter()
@@ -165,6 +180,12 @@ async fn every_listing_answer_validates_and_covers_the_document() {
                     "DeletedDomain",
                     "CreatedApiToken",
                     "DeletedApiToken",
+                    // createInvitation's, deleteInvitation's and
+                    // acceptInvitation's answers: checked by
+                    // `writes::invitation_answers_validate`.
+                    "CreatedInvitation",
+                    "DeletedInvitation",
+                    "InvitationAcceptance",
                     "ProxySettingsDryRun",
                     "JsonPatchOperation",
                 ]
@@ -212,6 +233,39 @@ async fn changes_of_every_type(app: &TestApp) {
         .run(RemoveProject("p-gone".into()))
         .await
         .expect("the project goes");
+}
+
+/// Invitations of organization 1 of every role, pending and expired (and
+/// one deleted, which leaves the list); answers the oldest's id.
+async fn invitations_of_every_status(app: &TestApp, token: &str) -> String {
+    let mut made = Vec::new();
+    for (email, role) in [
+        ("a@example.com", "admin"),
+        ("b@example.com", "editor"),
+        ("c@example.com", "member"),
+        ("d@example.com", "member"),
+    ] {
+        let body = json!({"organization_id": org_id(1), "email": email, "role": role});
+        let (status, created, _) = send(
+            app,
+            Method::POST,
+            "/v1/invitations",
+            token,
+            &[],
+            Some(&body),
+        )
+        .await;
+        assert_eq!(status, 200, "{created}");
+        made.push(created["id"].as_str().unwrap().to_owned());
+    }
+    app.data.execute(&format!(
+        "UPDATE invitations SET expires_at = created_at WHERE id = '{}'",
+        made[0]
+    ));
+    let gone = format!("/v1/invitations/{}", made[3]);
+    let (status, _, _) = send(app, Method::DELETE, &gone, token, &[], None).await;
+    assert_eq!(status, 200);
+    made.swap_remove(0)
 }
 
 /// Edges of project p-moved: one applied, one failed, one stale.

@@ -35,6 +35,7 @@ const MY_ORGANIZATION: &str = "/v1/organizations/me";
 const CHANGES: &str = "/v1/changes";
 const EDGES: &str = "/v1/projects/{id}/edges";
 const DOMAINS: &str = "/v1/projects/{id}/domains";
+const INVITATIONS: &str = "/v1/invitations";
 
 fn contract() -> Contract {
     Contract::parse(DOCUMENT)

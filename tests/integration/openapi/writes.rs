@@ -256,3 +256,116 @@ async fn token_and_proxy_settings_answers_validate() {
         .collect();
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
+
+/// Real answers of createInvitation (its link and secret), getInvitation,
+/// deleteInvitation and acceptInvitation (a new user's, with its token,
+/// and a signed-in user's), and their refusals, validate against the
+/// document.
+#[tokio::test]
+async fn invitation_answers_validate() {
+    let contract = contract();
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.seed(vec![org(1), user("u1", &[1]), user("u2", &[1])])
+        .await;
+    app.data
+        .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'u2'");
+    let token = app.token("u1").await;
+    let member = app.token("u2").await;
+    let check = |method: &str, path: &str, status: u16, answer: &(u16, Value, Option<String>)| {
+        let operation = format!("/paths/{}/{method}", escape(path));
+        let what = format!("{status} {method} {path}");
+        assert_eq!(answer.0, status, "{what}: {}", answer.1);
+        let documented = contract
+            .response(&operation, status)
+            .unwrap_or_else(|| panic!("{what} is not documented"));
+        contract.assert_valid(&contract.json_schema_of(&documented), &answer.1, &what);
+    };
+    let accept = |body: Value, token: Option<String>| {
+        let app = &app;
+        async move {
+            let mut request = app
+                .client
+                .post(app.url("/v1/invitations/accept"))
+                .json(&body);
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let (status, body) = json_of(request.send().await.unwrap()).await;
+            (status.as_u16(), body, None)
+        }
+    };
+    let invite = |email: &str, token: &str| {
+        let body = json!({"organization_id": org_id(1), "email": email, "role": "editor"});
+        let (app, token) = (&app, token.to_owned());
+        async move {
+            send(
+                app,
+                Method::POST,
+                "/v1/invitations",
+                &token,
+                &[],
+                Some(&body),
+            )
+            .await
+        }
+    };
+    let created = invite("new@example.com", &token).await;
+    check("post", "/v1/invitations", 200, &created);
+    check(
+        "post",
+        "/v1/invitations",
+        403,
+        &invite("x@example.com", &member).await,
+    );
+    let bad = send(
+        &app,
+        Method::POST,
+        "/v1/invitations",
+        &token,
+        &[],
+        Some(&json!({"email": "x"})),
+    )
+    .await;
+    check("post", "/v1/invitations", 400, &bad);
+    let id = created.1["id"].as_str().unwrap();
+    let one = format!("/v1/invitations/{id}");
+    check(
+        "get",
+        "/v1/invitations/{id}",
+        200,
+        &send(&app, Method::GET, &one, &token, &[], None).await,
+    );
+    check(
+        "get",
+        "/v1/invitations/{id}",
+        403,
+        &send(&app, Method::GET, &one, &member, &[], None).await,
+    );
+    let secret = created.1["secret"].clone();
+    let accepted = accept(json!({"secret": secret, "email": "new@example.com"}), None).await;
+    check("post", "/v1/invitations/accept", 200, &accepted);
+    assert!(accepted.1.get("api_token").is_some());
+    let used = accept(json!({"secret": secret, "email": "new@example.com"}), None).await;
+    check("post", "/v1/invitations/accept", 404, &used);
+    let for_u2 = invite("u2@example.com", &token).await;
+    let body = json!({"secret": for_u2.1["secret"], "email": "u2@example.com"});
+    check(
+        "post",
+        "/v1/invitations/accept",
+        409,
+        &accept(body.clone(), None).await,
+    );
+    let signed_in = accept(body, Some(member.clone())).await;
+    check("post", "/v1/invitations/accept", 200, &signed_in);
+    assert!(signed_in.1.get("api_token").is_none());
+    let third = invite("third@example.com", &token).await;
+    let gone = format!("/v1/invitations/{}", third.1["id"].as_str().unwrap());
+    let deleted = send(&app, Method::DELETE, &gone, &token, &[], None).await;
+    check("delete", "/v1/invitations/{id}", 200, &deleted);
+    check(
+        "delete",
+        "/v1/invitations/{id}",
+        404,
+        &send(&app, Method::DELETE, &gone, &token, &[], None).await,
+    );
+}

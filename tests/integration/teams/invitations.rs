@@ -1,0 +1,272 @@
+//! Invitations (docs/teams.md, "Invitations" and "Accepting one"):
+//! createInvitation, listInvitations, getInvitation, deleteInvitation and
+//! acceptInvitation, over real HTTP.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::super::BACKEND;
+use crate::helpers::*;
+
+/// u1 admin of 1, u2 member of 1, u3 admin of 2.
+async fn fixture_with(options: proxydeck::app::ServiceOptions) -> (TestApp, String) {
+    let app = TestApp::spawn_with(BACKEND, options, suite_store_options()).await;
+    app.seed(vec![
+        org(1),
+        org(2),
+        user("u1", &[1]),
+        user("u2", &[1]),
+        user("u3", &[2]),
+    ])
+    .await;
+    app.data
+        .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'u2'");
+    let token = app.token("u1").await;
+    (app, token)
+}
+
+async fn fixture() -> (TestApp, String) {
+    fixture_with(test_options()).await
+}
+
+async fn invite(app: &TestApp, token: &str, email: &str, role: &str) -> (u16, Value) {
+    let body = json!({"organization_id": org_id(1), "email": email, "role": role});
+    let (status, body, _) = send(
+        app,
+        Method::POST,
+        "/v1/invitations",
+        token,
+        &[],
+        Some(&body),
+    )
+    .await;
+    (status, body)
+}
+
+/// POST /v1/invitations/accept, with a token or without.
+async fn accept(app: &TestApp, token: Option<&str>, body: Value) -> (u16, Value) {
+    let mut request = app
+        .client
+        .post(app.url("/v1/invitations/accept"))
+        .json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("answered");
+    let (status, body) = json_of(response).await;
+    if !status.is_success() {
+        assert_error_shape(&body);
+    }
+    (status.as_u16(), body)
+}
+
+const NOT_ACCEPTABLE: &str = "this invitation cannot be accepted: it may have been revoked, used \
+    or expired, or it was sent to another email address; ask for a new one";
+
+#[tokio::test]
+async fn an_admin_invites_and_a_new_user_accepts_with_the_link() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let (status, created) = invite(&app, &token, "New.Person@Example.com", "editor").await;
+    assert_eq!(status, 200, "{created}");
+    assert_eq!(created["object"], "invitation");
+    assert_eq!(created["organization_id"], org_id(1));
+    assert_eq!(created["email"], "New.Person@Example.com");
+    assert_eq!(created["role"], "editor");
+    assert_eq!(created["status"], "pending");
+    assert_eq!(created["delivery"], "link");
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("pxi_") && secret.len() == 42, "{secret}");
+    let url = created["accept_url"].as_str().unwrap();
+    assert_eq!(
+        url,
+        format!(
+            "http://{}/console/#/accept?invitation={secret}",
+            app.address
+        )
+    );
+    let id = created["id"].as_str().unwrap().to_owned();
+    // Listed and read back: never the secret.
+    let (status, listed) = app.get_json("/v1/invitations", &token).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(ids(&listed), [id.clone()]);
+    assert!(!listed.to_string().contains(&secret));
+    let (status, got, tag) = send(
+        &app,
+        Method::GET,
+        &format!("/v1/invitations/{id}"),
+        &token,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(tag.is_some());
+    assert!(
+        got.get("secret").is_none() && got.get("accept_url").is_none(),
+        "{got}"
+    );
+    assert_eq!(got["expires_at"], created["expires_at"]);
+
+    // Accepted without Authorization, the email in another case: a new
+    // user, its first token, its role.
+    let (status, accepted) = accept(
+        &app,
+        None,
+        json!({"secret": secret, "email": "new.person@example.com", "name": "New Person"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{accepted}");
+    assert_eq!(accepted["object"], "invitation_acceptance");
+    assert_eq!(accepted["organization_id"], org_id(1));
+    assert_eq!(accepted["role"], "editor");
+    assert_eq!(accepted["user"]["name"], "New Person");
+    assert_eq!(accepted["user"]["roles"][org_id(1)], "editor");
+    assert_eq!(accepted["api_token"]["name"], "console");
+    let new_token = accepted["api_token"]["token"].as_str().unwrap();
+    assert!(new_token.starts_with("pxd_") && !new_token.contains('*'));
+    // The token signs in at once, and the organization is the user's.
+    let (status, me) = app.get_json("/v1/users/me", new_token).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["roles"][org_id(1)], "editor");
+    let (status, projects) = app
+        .get_json(
+            &format!("/v1/projects?organization_id={}", org_id(1)),
+            new_token,
+        )
+        .await;
+    assert_eq!(status, 200, "{projects}");
+    // Used: it leaves the list, and a second acceptance is the one 404.
+    let (_, listed) = app.get_json("/v1/invitations", &token).await;
+    assert!(ids(&listed).is_empty(), "{listed}");
+    let (status, again) = accept(
+        &app,
+        None,
+        json!({"secret": secret, "email": "new.person@example.com"}),
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert_eq!(again["error"]["message"], NOT_ACCEPTABLE);
+}
+
+#[tokio::test]
+async fn an_existing_user_accepts_signed_in_and_not_without() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    // u3 (admin of 2) is invited to 1 as a member.
+    let (_, created) = invite(&app, &token, "U3@example.com", "member").await;
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    let body = json!({"secret": secret, "email": "u3@example.com"});
+    let (status, refused) = accept(&app, None, body.clone()).await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "an account with this email exists: sign in and accept the invitation again"
+    );
+    // Another signed-in user with the right secret: the one 404.
+    let u2 = app.token("u2").await;
+    let (status, other) = accept(&app, Some(&u2), body.clone()).await;
+    assert_eq!(status, 404, "{other}");
+    assert_eq!(other["error"]["message"], NOT_ACCEPTABLE);
+    // u3 itself: the membership, no token.
+    let u3 = app.token("u3").await;
+    let (status, accepted) = accept(&app, Some(&u3), body.clone()).await;
+    assert_eq!(status, 200, "{accepted}");
+    assert!(accepted.get("api_token").is_none());
+    assert_eq!(accepted["user"]["id"], "u3");
+    assert_eq!(accepted["user"]["roles"][org_id(1)], "member");
+    assert_eq!(accepted["user"]["roles"][org_id(2)], "admin");
+    // Its token reads organization 1 at once (its cache was forgotten).
+    let (status, _) = app
+        .get_json(&format!("/v1/organizations/{}", org_id(1)), &u3)
+        .await;
+    assert_eq!(status, 200);
+    // The summary authentication reads holds it: a fresh token too.
+    let fresh = app.token("u3").await;
+    let (status, _) = app
+        .get_json(
+            &format!("/v1/projects?organization_id={}", org_id(1)),
+            &fresh,
+        )
+        .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn only_admins_manage_invitations_and_strangers_learn_nothing() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let (_, created) = invite(&app, &token, "a@example.com", "member").await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let member = app.token("u2").await;
+    let stranger = app.token("u3").await;
+    // A member: 403 on every operation.
+    let (status, _) = invite(&app, &member, "b@example.com", "member").await;
+    assert_eq!(status, 403);
+    let path = format!("/v1/invitations/{id}");
+    for method in [Method::GET, Method::DELETE] {
+        let (status, _, _) = send(&app, method.clone(), &path, &member, &[], None).await;
+        assert_eq!(status, 403, "{method}");
+        let (status, body, _) = send(&app, method.clone(), &path, &stranger, &[], None).await;
+        assert_eq!(status, 404, "{method}: {body}");
+        let (status, unknown, _) = send(
+            &app,
+            method.clone(),
+            "/v1/invitations/nope",
+            &stranger,
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(status, 404);
+        assert_eq!(unknown["error"]["message"], body["error"]["message"]);
+    }
+    let (status, _) = app
+        .get_json(
+            &format!("/v1/invitations?organization_id={}", org_id(1)),
+            &member,
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = app
+        .get_json(
+            &format!("/v1/invitations?organization_id={}", org_id(1)),
+            &stranger,
+        )
+        .await;
+    assert_eq!(status, 404);
+    // Without organization_id: only where the caller is admin.
+    let (_, listed) = app.get_json("/v1/invitations", &member).await;
+    assert!(ids(&listed).is_empty());
+    let (_, listed) = app.get_json("/v1/invitations", &stranger).await;
+    assert!(ids(&listed).is_empty());
+    // A stranger's invitation to someone else's organization: 404.
+    let body = json!({"organization_id": org_id(1), "email": "c@example.com", "role": "admin"});
+    let (status, _, _) = send(
+        &app,
+        Method::POST,
+        "/v1/invitations",
+        &stranger,
+        &[],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 404);
+    // Deleted: gone from the list, cannot be accepted.
+    let (status, deleted, _) = send(&app, Method::DELETE, &path, &token, &[], None).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        deleted,
+        json!({"object": "invitation", "id": id, "deleted": true})
+    );
+    let (status, _, _) = send(&app, Method::GET, &path, &token, &[], None).await;
+    assert_eq!(status, 404);
+    let (status, gone) = accept(
+        &app,
+        None,
+        json!({"secret": created["secret"], "email": "a@example.com"}),
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert_eq!(gone["error"]["message"], NOT_ACCEPTABLE);
+}
