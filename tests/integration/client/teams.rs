@@ -477,3 +477,43 @@ async fn a_signed_in_user_accepts_with_their_token_and_json_keeps_no_secret() {
     let status = bare(&app, fresh.path(), &["auth", "status", "--json"], None).json();
     assert_eq!(status["email"], json!("dee@example.com"), "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_hourly_quota_fails_at_once_saying_when_to_retry() {
+    // One invitation an hour: the second is refused with a Retry-After of
+    // most of an hour, which the client does not wait out.
+    let options = ServiceOptions {
+        invitations: proxydeck::mail::InvitationOptions {
+            per_organization_per_hour: 1,
+            ..Default::default()
+        },
+        ..test_options()
+    };
+    let app = TestApp::spawn_with(Backend::Sqlite, options, StoreOptions::default()).await;
+    app.seed(vec![org(1), user("u1", &[1])]).await;
+    let token = app.token("u1").await;
+    let cwd = tempfile::tempdir().expect("a temporary folder");
+    let run = |args: &[&str]| client(&app, &token, cwd.path(), args);
+    run(&[
+        "invite",
+        "a@example.com",
+        "--org",
+        "org-1",
+        "--role",
+        "member",
+    ])
+    .json();
+    let started = std::time::Instant::now();
+    let out = run(&[
+        "invite",
+        "b@example.com",
+        "--org",
+        "org-1",
+        "--role",
+        "member",
+    ]);
+    assert!(started.elapsed() < Duration::from_secs(20), "it waited");
+    assert_eq!(out.status.code(), Some(1), "{out:#?}");
+    let line = out.error(&["invitations in an hour", "retry in "]);
+    assert_eq!(line.matches("retry in").count(), 1, "{line}");
+}
