@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
 
 use super::admin;
-use crate::client::commands::{domains, login, projects, proxy_settings, tokens};
+use crate::client::commands::{domains, login, projects, proxy_settings, teams, tokens};
 use crate::follow::{self, FollowArgs};
 use crate::output::duration::parse_duration;
 use crate::rate_limit;
@@ -128,6 +128,27 @@ pub enum Command {
     Domains {
         #[command(subcommand)]
         command: domains::DomainsCommand,
+    },
+    /// List, create, rename and delete your organizations on a running
+    /// proxydeck.
+    Org {
+        #[command(subcommand)]
+        command: teams::OrgCommand,
+    },
+    /// List an organization's members, change a member's role, remove a
+    /// member or leave.
+    Members {
+        #[command(subcommand)]
+        command: teams::MembersCommand,
+    },
+    /// Invite someone by email to an organization: they are sent the link
+    /// to accept, or it is printed to pass on.
+    #[command(after_help = teams::INVITE_AFTER_HELP)]
+    Invite(teams::InviteArgs),
+    /// List and revoke an organization's invitations; accept one.
+    Invitations {
+        #[command(subcommand)]
+        command: teams::InvitationsCommand,
     },
     /// Keep a folder in step with a project's (or an organization's
     /// projects') configuration through the change feed, running a command

@@ -225,11 +225,15 @@ fn without_empty_environment(command: Command) -> Command {
 
 /// The commands of the terminal client, which talk to a running proxydeck
 /// over HTTP.
-pub(super) const CLIENT_COMMANDS: [&str; 8] = [
+pub(super) const CLIENT_COMMANDS: [&str; 12] = [
     "projects",
     "tokens",
     "proxy-settings",
     "domains",
+    "org",
+    "members",
+    "invite",
+    "invitations",
     "follow",
     "login",
     "logout",

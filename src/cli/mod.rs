@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::app::{Listeners, Service, shutdown_signal};
-use crate::client::commands::{domains, login, projects, proxy_settings, tokens};
+use crate::client::commands::{domains, login, projects, proxy_settings, teams, tokens};
 use crate::follow;
 use crate::output::{BadSetting, Output};
 use crate::store::{self, StoreOptions};
@@ -206,6 +206,10 @@ async fn run(cli: Cli, effective: &config::Effective) -> anyhow::Result<()> {
         Command::Tokens { command } => tokens::run(command).await,
         Command::ProxySettings { command } => proxy_settings::run(command).await,
         Command::Domains { command } => domains::run(command).await,
+        Command::Org { command } => teams::run_org(command).await,
+        Command::Members { command } => teams::run_members(command).await,
+        Command::Invite(args) => teams::invite(args).await,
+        Command::Invitations { command } => teams::run_invitations(command, &out).await,
         Command::Follow(args) => follow::follow(args).await,
         Command::Login(args) => login::login(args, &out).await,
         Command::Logout(args) => login::logout(args, &out),

@@ -321,17 +321,19 @@ impl ApiClient {
     }
 
     /// One exchange; an error answer becomes [`Refused`]. A 429 or 503 is
-    /// tried again after the time its `Retry-After` gives (at most
-    /// [`LONGEST_WAIT`]), [`RETRIES`] times at most, with the very same
+    /// tried again after the time its `Retry-After` gives, [`RETRIES`]
+    /// times at most, unless that time is over [`LONGEST_WAIT`] (then its
+    /// refusal, which says when to retry, is the answer), with the very same
     /// request: the same body and headers, an `Idempotency-Key` included,
     /// so a retried create cannot create twice.
     pub async fn send(&self, request: Request<'_>) -> anyhow::Result<Answer> {
         let url = self.url(request.segments, request.query)?;
-        let mut builder = self
-            .http
-            .request(request.method, url)
-            .bearer_auth(&self.token)
-            .header("api-version", "1");
+        let mut builder = self.http.request(request.method, url);
+        // No token: a request anyone may send (acceptInvitation's).
+        if !self.token.is_empty() {
+            builder = builder.bearer_auth(&self.token);
+        }
+        let mut builder = builder.header("api-version", "1");
         for (name, value) in request.headers {
             builder = builder.header(name, value);
         }
@@ -362,10 +364,13 @@ impl ApiClient {
                 .bytes()
                 .await
                 .map_err(|error| self.unreachable(&error))?;
+            // A wait longer than any we make (an hourly quota's) is not
+            // waited out: the refusal says when to try again.
             if matches!(
                 status,
                 StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
             ) && tries < RETRIES
+                && wait.is_none_or(|wait| wait <= LONGEST_WAIT)
             {
                 tries += 1;
                 let wait = wait.unwrap_or(Duration::from_secs(1)).min(LONGEST_WAIT);
@@ -379,7 +384,13 @@ impl ApiClient {
                 continue;
             }
             if !status.is_success() {
-                return Err(Refused::from_answer(status, &body).into());
+                let mut refused = Refused::from_answer(status, &body);
+                if let Some(wait) = wait.filter(|_| status == StatusCode::TOO_MANY_REQUESTS)
+                    && !refused.message.contains("retry")
+                {
+                    refused.message = format!("{}; retry in {} s", refused.message, wait.as_secs());
+                }
+                return Err(refused.into());
             }
             return Ok(Answer { body, etag });
         }

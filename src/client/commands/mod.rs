@@ -3,7 +3,8 @@
 //! `pkg/cmd/<command>/`, each with its arguments, its help and what it
 //! runs: `proxydeck projects ...` is [`projects`], `proxydeck
 //! proxy-settings ...` is [`proxy_settings`], `proxydeck domains ...` is
-//! [`domains`], `login`, `logout` and `auth` are [`login`]. They stand on what the client shares: its HTTP
+//! [`domains`], `org`, `members`, `invite` and `invitations` are
+//! [`teams`], `login`, `logout` and `auth` are [`login`]. They stand on what the client shares: its HTTP
 //! calls (`client::http`), the listings (`client::listing`), the
 //! single-object exchanges (`client::object`), and how a project is
 //! named (`client::names`: its id, `ORG/SLUG` or a slug of its own).
@@ -21,4 +22,5 @@ pub mod domains;
 pub mod login;
 pub mod projects;
 pub mod proxy_settings;
+pub mod teams;
 pub mod tokens;

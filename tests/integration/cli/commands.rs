@@ -200,7 +200,7 @@ fn serve_on_a_taken_port_fails_with_one_line() {
 #[test]
 fn every_command_has_help_with_an_example() {
     let sandbox = Sandbox::new();
-    let commands: [&[&str]; 18] = [
+    let commands: [&[&str]; 22] = [
         &[],
         &["serve"],
         &["demo"],
@@ -219,6 +219,10 @@ fn every_command_has_help_with_an_example() {
         &["projects", "list"],
         &["tokens", "list"],
         &["proxy-settings", "list"],
+        &["org", "delete"],
+        &["members", "remove"],
+        &["invite"],
+        &["invitations", "accept"],
     ];
     for args in commands {
         let mut command = proxydeck(sandbox.path());

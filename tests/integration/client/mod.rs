@@ -29,6 +29,7 @@ mod profiles;
 mod projects;
 mod revisions;
 mod setup;
+mod teams;
 mod walking;
 
 /// Parses an aligned table whose header row is exactly `headers`: each
