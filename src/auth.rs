@@ -208,9 +208,32 @@ impl Authenticator {
     /// instance): its next use looks it up again. One pass over the cache,
     /// paid by the rare revocation rather than by every request.
     pub fn forget_token(&self, token_id: &str) {
+        self.forget_where(|principal| principal.token_id == token_id);
+    }
+
+    /// Stops trusting the cached answers for every token of a user whose
+    /// organizations a write on this instance just changed (it joined,
+    /// left, was removed or demoted, its organization was made or
+    /// deleted): on this instance the change holds at once, on the others
+    /// within [`Self::cache_ttl`] (docs/teams.md, "Losing access").
+    pub fn forget_user(&self, user_id: &str) {
+        self.forget_where(|principal| principal.user_id == user_id);
+    }
+
+    /// [`Self::forget_user`] for every member of an organization (deleted).
+    pub fn forget_members_of(&self, organization_id: &str) {
+        self.forget_where(|principal| {
+            principal
+                .organizations
+                .ids()
+                .any(|id| id == organization_id)
+        });
+    }
+
+    fn forget_where(&self, stale: impl Fn(&Principal) -> bool) {
         let Some(cache) = &self.cache else { return };
         for (digest, (principal, _)) in cache.iter() {
-            if principal.token_id == token_id {
+            if stale(&principal) {
                 cache.invalidate(&*digest);
             }
         }

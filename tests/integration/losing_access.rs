@@ -90,7 +90,8 @@ async fn until_status(app: &TestApp, token: &str, path: &str, want: u16) -> Dura
 async fn a_member_removed_on_one_instance_is_refused_writes_at_once_and_reads_soon_on_the_other() {
     require!(BACKEND);
     let (first, second, admin, u2) = fixture().await;
-    // u2 is known to the second instance's token cache, and follows.
+    // u2 is known to both instances' token caches, and follows.
+    assert_eq!(first.get("/v1/projects/p1", &u2).await.status(), 200);
     assert_eq!(second.get("/v1/projects/p1", &u2).await.status(), 200);
     let start = head(&second, &u2).await;
     let mut stream = EventStream::open(&second, &format!("?after={start}"), &u2, None).await;
@@ -101,6 +102,9 @@ async fn a_member_removed_on_one_instance_is_refused_writes_at_once_and_reads_so
         200
     );
 
+    // Reads through the instance that removed it: at once (it forgot
+    // u2's cached tokens).
+    assert_eq!(first.get("/v1/projects/p1", &u2).await.status(), 404);
     // Writes: at once, whatever the second instance's cache holds.
     assert_eq!(
         status(

@@ -310,9 +310,7 @@ async fn accept(
         Err(other) => return Err(other.into()),
     };
     if let Some(caller) = &who.caller {
-        // Its organizations change: on this instance at once, on others
-        // within the token cache's lifetime.
-        app.auth.forget_token(&caller.0.token_id);
+        app.auth.forget_user(&caller.0.user_id);
     }
     let read_user = app.store.run(Me {
         user_id: accepted.user_id.clone(),

@@ -108,10 +108,11 @@ async fn update(
         .run(UpdateMember {
             request,
             organization_id,
-            user_id,
+            user_id: user_id.clone(),
             role,
         })
         .await?;
+    app.auth.forget_user(&user_id);
     Ok(object_response(answer))
 }
 
@@ -134,6 +135,7 @@ async fn remove(
             user_id: user_id.clone(),
         })
         .await?;
+    app.auth.forget_user(&user_id);
     let body = json!({"object": "user", "id": user_id, "deleted": true}).to_string();
     Ok(object_response(ObjectAnswer { body, version }))
 }

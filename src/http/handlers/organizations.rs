@@ -176,6 +176,7 @@ async fn create(
             most_per_hour: app.quotas.organizations_per_user_per_hour,
         })
         .await?;
+    app.auth.forget_user(&caller.0.user_id);
     Ok(object_response(answer))
 }
 
@@ -235,6 +236,7 @@ async fn delete(
             id: id.clone(),
         })
         .await?;
+    app.auth.forget_members_of(&id);
     let body = json!({"object": "organization", "id": id, "deleted": true}).to_string();
     Ok(object_response(ObjectAnswer { body, version }))
 }

@@ -43,6 +43,13 @@ async fn any_user_creates_an_organization_and_is_its_admin() {
     )
     .await;
     assert_eq!(status, 200, "{project}");
+    // The projects listing, which reads the token's cached organizations,
+    // has the new one at once on this instance: the write forgot them.
+    let (status, listed) = app
+        .get_json(&format!("/v1/projects?organization_id={id}"), &m1)
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["data"][0]["slug"], "site");
     // Audited, without the body.
     let audit = audit_of(&app, Some(&id)).await;
     assert_eq!(audit[0].operation, "createOrganization");
