@@ -29,3 +29,4 @@ CREATE TABLE invitations (
     deleted_at      BIGINT
 );
 CREATE INDEX invitations_by_organization ON invitations (organization_id, created_at, id);
+CREATE INDEX invitations_by_email ON invitations (lower(email));

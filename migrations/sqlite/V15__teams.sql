@@ -48,3 +48,5 @@ CREATE TABLE invitations (
 ) STRICT;
 -- listInvitations' pages of one organization, and the hourly count.
 CREATE INDEX invitations_by_organization ON invitations (organization_id, created_at, id);
+-- The invitations of one address, locked together by an acceptance.
+CREATE INDEX invitations_by_email ON invitations (lower(email));

@@ -247,38 +247,26 @@ async fn within_hourly_bound(
     most: u32,
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    const HOUR_MILLIS: i64 = 3_600_000;
     db.execute(
         "UPDATE users SET email = email WHERE id = ?1",
         &[Param::Text(user_id)],
     )
     .await?;
-    // The most-th newest of the hour: while it is in the hour, the user
-    // has created `most`; a slot is free when it leaves it.
-    let nth = query_opt(
+    match write_steps::hourly_bound_full(
         db,
         "SELECT created_at FROM api_tokens WHERE user_id = ?1 AND created_at > ?2
           ORDER BY created_at DESC LIMIT 1 OFFSET ?3",
-        &[
-            Param::Text(user_id),
-            Param::Int(now.as_millis() - HOUR_MILLIS),
-            Param::Int(i64::from(most) - 1),
-        ],
-        |row| row.int(0),
+        user_id,
+        most,
+        now,
     )
-    .await?;
-    match nth {
+    .await?
+    {
         None => Ok(()),
-        Some(created_at) => {
-            let wait = created_at + HOUR_MILLIS - now.as_millis();
-            Err(StoreError::TooManyNewTokens {
-                most,
-                retry_after_seconds: u64::try_from(wait.max(0))
-                    .unwrap_or(0)
-                    .div_ceil(1000)
-                    .max(1),
-            })
-        }
+        Some(retry_after_seconds) => Err(StoreError::TooManyNewTokens {
+            most,
+            retry_after_seconds,
+        }),
     }
 }
 

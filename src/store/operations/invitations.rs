@@ -27,7 +27,6 @@ use crate::store::tokens::NewToken;
 
 /// What a caller is told it could not find.
 const KIND: &str = "invitation";
-const HOUR_MILLIS: i64 = 3_600_000;
 
 /// The columns [`invitation`] reads, of `invitations i` (a macro, for
 /// `concat!`).
@@ -393,32 +392,21 @@ async fn within_hourly_bound(
     most: u32,
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    // The most-th newest of the hour: while it is in the hour, the
-    // organization has created `most`; a slot is free when it leaves it.
-    let nth = query_opt(
+    match write_steps::hourly_bound_full(
         db,
         "SELECT created_at FROM invitations WHERE organization_id = ?1 AND created_at > ?2
           ORDER BY created_at DESC LIMIT 1 OFFSET ?3",
-        &[
-            Param::Text(organization_id),
-            Param::Int(now.as_millis() - HOUR_MILLIS),
-            Param::Int(i64::from(most) - 1),
-        ],
-        |row| row.int(0),
+        organization_id,
+        most,
+        now,
     )
-    .await?;
-    match nth {
+    .await?
+    {
         None => Ok(()),
-        Some(created_at) => {
-            let wait = created_at + HOUR_MILLIS - now.as_millis();
-            Err(StoreError::TooManyNewInvitations {
-                most,
-                retry_after_seconds: u64::try_from(wait.max(0))
-                    .unwrap_or(0)
-                    .div_ceil(1000)
-                    .max(1),
-            })
-        }
+        Some(retry_after_seconds) => Err(StoreError::TooManyNewInvitations {
+            most,
+            retry_after_seconds,
+        }),
     }
 }
 
@@ -549,6 +537,15 @@ async fn accept(
             // accepts nothing.
             write_steps::authorize(db, request, Action::ReadOwn, Target::OwnTokens, now).await?;
         }
+        // Every invitation to this address locked first, in one order
+        // (its index's): two acceptances for one new address (of two
+        // invitations) run one after the other, and the second finds the
+        // first's user (a 409) instead of making a second one.
+        db.execute(
+            "UPDATE invitations SET accepted_at = accepted_at WHERE lower(email) = lower(?1)",
+            &[Param::Text(&asked.email)],
+        )
+        .await?;
         // Looked up by its digest, whatever makes it unacceptable, and its
         // row locked (an UPDATE that changes nothing): a second acceptance
         // at once waits here for the first to end, then finds it used and

@@ -326,7 +326,8 @@ async fn organizations_page(
 /// steps). A new membership is as old as the later of `joined_at` and the
 /// organization's creation (docs/management.md, "Roles and
 /// organizations"). An organization that does not exist or was deleted
-/// makes no row: answers whether one was written. The caller runs
+/// makes no row: answers whether the membership is there now (a role
+/// already held is no change, and its version stays). The caller runs
 /// [`refresh_summary`] once its memberships are as they will stay.
 pub(crate) async fn put_membership(
     db: &mut dyn Db,
@@ -343,8 +344,9 @@ pub(crate) async fn put_membership(
                     o.created_at, o.type
                FROM organizations o WHERE o.id = ?2 AND o.deleted_at IS NULL
              ON CONFLICT (user_id, organization_id) DO UPDATE
-                SET role = excluded.role, version = memberships.version + 1
-              WHERE memberships.role <> excluded.role",
+                SET role = excluded.role,
+                    version = CASE WHEN memberships.role = excluded.role
+                                   THEN memberships.version ELSE memberships.version + 1 END",
             &[
                 Param::Text(user_id),
                 Param::Text(organization_id),

@@ -21,8 +21,6 @@ use crate::store::error::{Conflict, StoreError};
 use crate::store::sql::db::{Db, Param, Row, query_all, query_opt, to_json, transaction};
 use crate::store::sql::keyset::timestamp;
 
-const HOUR_MILLIS: i64 = 3_600_000;
-
 /// The columns [`object`] reads, in its order.
 const COLUMNS: &str = "id, name, slug, type, created_at, updated_at, version";
 
@@ -170,30 +168,21 @@ async fn within_hourly_bound(
         &[Param::Text(user_id)],
     )
     .await?;
-    let nth = query_opt(
+    match write_steps::hourly_bound_full(
         db,
         "SELECT created_at FROM organizations WHERE created_by = ?1 AND created_at > ?2
           ORDER BY created_at DESC LIMIT 1 OFFSET ?3",
-        &[
-            Param::Text(user_id),
-            Param::Int(now.as_millis() - HOUR_MILLIS),
-            Param::Int(i64::from(most) - 1),
-        ],
-        |row| row.int(0),
+        user_id,
+        most,
+        now,
     )
-    .await?;
-    match nth {
+    .await?
+    {
         None => Ok(()),
-        Some(created_at) => {
-            let wait = created_at + HOUR_MILLIS - now.as_millis();
-            Err(StoreError::TooManyNewOrganizations {
-                most,
-                retry_after_seconds: u64::try_from(wait.max(0))
-                    .unwrap_or(0)
-                    .div_ceil(1000)
-                    .max(1),
-            })
-        }
+        Some(retry_after_seconds) => Err(StoreError::TooManyNewOrganizations {
+            most,
+            retry_after_seconds,
+        }),
     }
 }
 

@@ -208,6 +208,44 @@ async fn may_write(db: &mut dyn Db, asked: &MayWrite) -> Result<(), StoreError> 
     }
 }
 
+/// An hour, as the hourly bounds count it.
+const HOUR_MILLIS: i64 = 3_600_000;
+
+/// Whether an hourly bound is full (docs/security.md, "Limits per
+/// caller"): `nth_newest` is the bound's own statement, on its own index,
+/// selecting the `created_at` of an owner's (`?1`) creations after `?2`,
+/// newest first, `LIMIT 1 OFFSET ?3`. The `most`-th newest of the hour:
+/// while it is in the hour the owner has made `most`, and a slot is free
+/// when it leaves it. Answers `Some` whole seconds until then (at least
+/// one) when the bound is full. The caller holds the lock that keeps
+/// creations at once from passing the bound together.
+pub(super) async fn hourly_bound_full(
+    db: &mut dyn Db,
+    nth_newest: &str,
+    owner: &str,
+    most: u32,
+    now: Timestamp,
+) -> Result<Option<u64>, StoreError> {
+    let nth = query_opt(
+        db,
+        nth_newest,
+        &[
+            Param::Text(owner),
+            Param::Int(now.as_millis() - HOUR_MILLIS),
+            Param::Int(i64::from(most) - 1),
+        ],
+        |row| row.int(0),
+    )
+    .await?;
+    Ok(nth.map(|created_at| {
+        let wait = created_at + HOUR_MILLIS - now.as_millis();
+        u64::try_from(wait.max(0))
+            .unwrap_or(0)
+            .div_ceil(1000)
+            .max(1)
+    }))
+}
+
 /// `If-Match` against the object's version now.
 pub(super) fn check_if_match(request: &WriteRequest, version: i64) -> Result<(), StoreError> {
     match &request.if_match {

@@ -190,6 +190,12 @@ async fn an_existing_user_accepts_signed_in_and_not_without() {
         )
         .await;
     assert_eq!(status, 200);
+    // Invited again as what it is already: accepted, nothing changes.
+    let (_, again) = invite(&app, &token, "u3@example.com", "member").await;
+    let body = json!({"secret": again["secret"], "email": "u3@example.com"});
+    let (status, accepted) = accept(&app, Some(&u3), body).await;
+    assert_eq!(status, 200, "{accepted}");
+    assert_eq!(accepted["user"]["roles"][org_id(1)], "member");
 }
 
 #[tokio::test]
@@ -483,6 +489,50 @@ async fn two_acceptances_of_one_secret_at_once_make_one_member() {
               WHERE u.email = '{email}'"
         ));
         assert_eq!(members, 1);
+    }
+}
+
+/// Two invitations of one new address (to two organizations), accepted
+/// at once without a token: one user, the other acceptance told that
+/// the account exists now.
+#[tokio::test]
+async fn two_invitations_of_one_new_address_accepted_at_once_make_one_user() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let u3 = app.token("u3").await;
+    for round in 0..5 {
+        let email = format!("twice{round}@example.com");
+        let (_, first) = invite(&app, &token, &email, "editor").await;
+        let other = json!({"organization_id": org_id(2), "email": email, "role": "member"});
+        let (status, second, _) = send(
+            &app,
+            Method::POST,
+            "/v1/invitations",
+            &u3,
+            &[],
+            Some(&other),
+        )
+        .await;
+        assert_eq!(status, 200, "{second}");
+        let (a, b) = tokio::join!(
+            accept(
+                &app,
+                None,
+                json!({"secret": first["secret"], "email": email})
+            ),
+            accept(
+                &app,
+                None,
+                json!({"secret": second["secret"], "email": email})
+            )
+        );
+        let mut statuses = [a.0, b.0];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 409], "{a:?} {b:?}");
+        let users = app.data.count(&format!(
+            "SELECT COUNT(*) FROM users WHERE email = '{email}'"
+        ));
+        assert_eq!(users, 1);
     }
 }
 
