@@ -87,8 +87,9 @@ pub(super) async fn authorize_locked(
     Ok(number)
 }
 
-/// createOrganization (named apart from the operator's `admin::CreateOrganization`): a `pro` organization named `name` with `slug`,
-/// its caller its admin. With an idempotency key, the key's first answer
+/// createOrganization (named apart from the operator's
+/// `admin::CreateOrganization`): a `pro` organization named `name` with
+/// `slug`, its caller its admin. With an idempotency key, the key's first answer
 /// may come instead.
 #[derive(Clone, Debug)]
 pub struct StartOrganization {
