@@ -554,3 +554,80 @@ async fn an_organization_is_created_renamed_and_deleted_once_it_has_no_project()
         404
     );
 }
+
+/// With SMTP (a real aiosmtpd on loopback), the admin is told the
+/// invitation was emailed and is shown no link; the email holds it, and
+/// the link, opened on this service, lets the invited person in.
+#[tokio::test]
+async fn an_emailed_invitation_says_so_and_its_link_lets_the_person_in() {
+    let mut smtp = crate::helpers::SmtpServer::start();
+    let sandbox = Sandbox::new();
+    let smtp_url = format!("smtp://127.0.0.1:{}", smtp.port);
+    let (server, admin) = demo_with(
+        &sandbox,
+        &[
+            "--smtp-url",
+            &smtp_url,
+            "--smtp-from",
+            "deck@example.com",
+            "--public-url",
+            "https://deck.example.test",
+        ],
+    );
+    let Some(browser) = Browser::open(&server.base, Screen::Desktop).await else {
+        return;
+    };
+    browser.sign_in(&admin).await;
+    open_organization(&browser, "Acme Corp", ACME).await;
+    browser.fill("#invite-email", "mailed@acme.example").await;
+    browser.choose("#invite-role", "member").await;
+    browser.click("#invite button[type=submit]").await;
+    browser
+        .sees(
+            "#invitation-made",
+            "An invitation was emailed to mailed@acme.example, as member.",
+        )
+        .await;
+    let no_link = browser
+        .run(
+            "return document.getElementById('invitation-link') === null",
+            vec![],
+        )
+        .await;
+    assert_eq!(no_link, json!(true));
+
+    let message = smtp.one_message().await;
+    let link_start = message
+        .find("https://deck.example.test/console/#/accept?invitation=pxi_")
+        .unwrap_or_else(|| panic!("the link in {message}"));
+    let secret: String = message[link_start..]
+        .split("invitation=")
+        .nth(1)
+        .unwrap()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    assert!(!browser.exposed().await.contains(&secret));
+    let pending = invitations(&server, ACME, &admin).await;
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["email"], json!("mailed@acme.example"));
+
+    let Some(invited) = Browser::open(&server.base, Screen::Desktop).await else {
+        return;
+    };
+    invited
+        .visit(&format!("/console/#/accept?invitation={secret}"))
+        .await;
+    invited.sees("h1", "Accept an invitation").await;
+    invited.fill("#accept-email", "mailed@acme.example").await;
+    invited.click("#accept button[type=submit]").await;
+    invited
+        .sees("#notice", "Welcome to Acme Corp: you are member there.")
+        .await;
+    assert!(
+        members(&server, ACME, &admin)
+            .await
+            .contains(&("mailed@acme.example".to_owned(), "member".to_owned()))
+    );
+    smtp.stop();
+}

@@ -53,6 +53,8 @@ mod dns_server;
 pub use dns_server::*;
 mod tls;
 pub use tls::*;
+mod smtp;
+pub use smtp::*;
 
 /// Token cache lifetime in tests: long, so that an entry goes only when a
 /// test moves the service's clock past it (`app.clock.advance(CACHE_TTL)`).
