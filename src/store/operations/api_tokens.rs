@@ -237,21 +237,15 @@ async fn create(
 
 /// Refuses a new token when the user created `most` in the last hour,
 /// revoked ones included (creating and revoking again and again would
-/// make a fresh rate-limit bucket each time). Under the user's row lock
-/// (PostgreSQL; SQLite's writes are one at a time): creations at once
-/// cannot pass the bound together. The column set is not a key: SQLite
-/// checks no foreign key for it.
+/// make a fresh rate-limit bucket each time), under the user's row lock
+/// ([`write_steps::lock_user`]).
 async fn within_hourly_bound(
     db: &mut dyn Db,
     user_id: &str,
     most: u32,
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    db.execute(
-        "UPDATE users SET email = email WHERE id = ?1",
-        &[Param::Text(user_id)],
-    )
-    .await?;
+    write_steps::lock_user(db, user_id).await?;
     match write_steps::hourly_bound_full(
         db,
         "SELECT created_at FROM api_tokens WHERE user_id = ?1 AND created_at > ?2

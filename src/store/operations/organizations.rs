@@ -164,11 +164,7 @@ async fn within_hourly_bound(
     most: u32,
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    db.execute(
-        "UPDATE users SET email = email WHERE id = ?1",
-        &[Param::Text(user_id)],
-    )
-    .await?;
+    write_steps::lock_user(db, user_id).await?;
     match write_steps::hourly_bound_full(
         db,
         "SELECT created_at FROM organizations WHERE created_by = ?1 AND created_at > ?2

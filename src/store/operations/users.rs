@@ -68,12 +68,8 @@ async fn update(db: &mut dyn Db, query: &UpdateUser) -> Result<ObjectAnswer, Sto
     transaction!(db, begin_write, {
         let target = Target::User(&query.user_id);
         write_steps::authorize(db, request, Action::ChangeOwnUser, target, now).await?;
-        // The user's row lock: updates of one user run one after the other.
-        db.execute(
-            "UPDATE users SET email = email WHERE id = ?1",
-            &[Param::Text(&query.user_id)],
-        )
-        .await?;
+        // Updates of one user run one after the other.
+        write_steps::lock_user(db, &query.user_id).await?;
         let no_user = || StoreError::refused(Refusal::NotFound, "user");
         let (_, version) = user_with_roles(db, &query.user_id, None)
             .await?

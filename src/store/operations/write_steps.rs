@@ -208,6 +208,19 @@ async fn may_write(db: &mut dyn Db, asked: &MayWrite) -> Result<(), StoreError> 
     }
 }
 
+/// Takes the user's row lock for the rest of the transaction (PostgreSQL;
+/// SQLite's writes are one at a time): a user's creations at once cannot
+/// pass an hourly bound together, nor its updates interleave. The column set is not a key:
+/// SQLite checks no foreign key for it.
+pub(super) async fn lock_user(db: &mut dyn Db, user_id: &str) -> Result<(), StoreError> {
+    db.execute(
+        "UPDATE users SET email = email WHERE id = ?1",
+        &[Param::Text(user_id)],
+    )
+    .await?;
+    Ok(())
+}
+
 /// An hour, as the hourly bounds count it.
 const HOUR_MILLIS: i64 = 3_600_000;
 

@@ -579,3 +579,136 @@ async fn the_generated_client_creates_lists_reads_and_deletes_invitations() {
         .into_inner();
     assert_eq!(deleted.deleted, Some(true));
 }
+
+/// docs/security.md's callers on the teams' writes: a revoked token is
+/// refused (401) on each, before anything about the target is told; an
+/// invitation's secret sent by mistake (a body member named with it, an
+/// `Idempotency-Key`, a path id) is neither repeated nor kept.
+#[tokio::test]
+async fn a_revoked_token_and_a_secret_sent_by_mistake_are_refused_as_security_says() {
+    require!(BACKEND);
+    let (app, token) = fixture().await;
+    let (_, made) = invite(&app, &token, "someone@example.com", "member").await;
+    let secret = made["secret"].as_str().unwrap().to_owned();
+    let random = &secret["pxi_".len()..];
+
+    // Sent by mistake: a member named with it, refused with its name redacted.
+    let body = json!({"name": "Acme", "slug": "acme", secret.as_str(): 1});
+    let (status, error, _) = send(
+        &app,
+        Method::POST,
+        "/v1/organizations",
+        &token,
+        &[],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, 400, "{error}");
+    assert!(error.to_string().contains("pxi_…(redacted)"), "{error}");
+    let mut answers = vec![error];
+    // As an Idempotency-Key on both creates: refused by name, not kept.
+    let key = [("Idempotency-Key", secret.as_str())];
+    for (path, body) in [
+        ("/v1/organizations", json!({"name": "Acme", "slug": "acme"})),
+        (
+            "/v1/invitations",
+            json!({"organization_id": org_id(1), "email": "x@example.com", "role": "member"}),
+        ),
+    ] {
+        let (status, error, _) = send(&app, Method::POST, path, &token, &key, Some(&body)).await;
+        assert_eq!(status, 400, "{path}: {error}");
+        assert_eq!(error_param(&error), "Idempotency-Key", "{error}");
+        answers.push(error);
+    }
+    // In a path id: the one 404.
+    for method in [Method::GET, Method::DELETE] {
+        let (status, error, _) = send(
+            &app,
+            method,
+            &format!("/v1/invitations/{secret}"),
+            &token,
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(status, 404, "{error}");
+        answers.push(error);
+    }
+    for answer in &answers {
+        assert!(!answer.to_string().contains(random), "{answer}");
+    }
+    assert_eq!(
+        app.data.count("SELECT COUNT(*) FROM idempotency_keys"),
+        0,
+        "no key kept"
+    );
+
+    // A revoked token: 401 on every teams write, whatever the target.
+    let (revoked, revoked_secret) = app.token_with("u1", "leaked", None).await;
+    let path = format!("/v1/api_tokens/{}", revoked.id);
+    let (status, _, _) = send(&app, Method::DELETE, &path, &token, &[], None).await;
+    assert_eq!(status, 200);
+    let organization = format!("/v1/organizations/{}", org_id(1));
+    for (method, path, body) in [
+        (
+            Method::POST,
+            "/v1/organizations".to_owned(),
+            Some(json!({"name": "B", "slug": "b"})),
+        ),
+        (
+            Method::POST,
+            organization.clone(),
+            Some(json!({"id": org_id(1), "name": "B"})),
+        ),
+        (Method::DELETE, format!("{organization}/users/u2"), None),
+        (
+            Method::POST,
+            format!("{organization}/users/u2"),
+            Some(json!({"role": "editor"})),
+        ),
+        (
+            Method::POST,
+            "/v1/invitations".to_owned(),
+            Some(json!({"organization_id": org_id(1), "email": "y@example.com", "role": "member"})),
+        ),
+        (
+            Method::DELETE,
+            format!("/v1/invitations/{}", made["id"].as_str().unwrap()),
+            None,
+        ),
+        (
+            Method::POST,
+            "/v1/users/u1".to_owned(),
+            Some(json!({"terms_version": "2"})),
+        ),
+        (
+            Method::POST,
+            "/v1/invitations/accept".to_owned(),
+            Some(json!({"secret": secret, "email": "someone@example.com"})),
+        ),
+    ] {
+        let (status, error, _) = send(
+            &app,
+            method.clone(),
+            &path,
+            &revoked_secret,
+            &[],
+            body.as_ref(),
+        )
+        .await;
+        assert_eq!(status, 401, "{method} {path}: {error}");
+        assert_eq!(error["error"]["type"], "authentication_error", "{error}");
+    }
+    // Nothing changed: u2 is still a member, the invitation still pending.
+    let (_, members) = app
+        .get_json(&format!("{organization}/users?limit=100"), &token)
+        .await;
+    assert!(ids(&members).contains(&"u2".to_owned()), "{members}");
+    let (status, _) = app
+        .get_json(
+            &format!("/v1/invitations/{}", made["id"].as_str().unwrap()),
+            &token,
+        )
+        .await;
+    assert_eq!(status, 200);
+}
