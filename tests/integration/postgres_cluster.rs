@@ -63,6 +63,7 @@ impl Cluster {
         };
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let_postgres_pass_to(dir)?;
         hand_to_postgres_user(dir)?;
         let mut initdb = server_command("initdb")?;
         initdb.arg("-D").arg(cluster.data()).args([
@@ -251,6 +252,29 @@ fn server_command(program: &str) -> Result<Command, String> {
     } else {
         Command::new(path)
     })
+}
+
+/// As root, the `postgres` user must be able to pass through every folder
+/// above the cluster: a checkout in a folder of `mktemp -d` (mode 0700)
+/// would keep it out (initdb: "Permission denied"). Each such folder gets
+/// the others' search bit (`o+x`) only: nothing in it becomes readable.
+fn let_postgres_pass_to(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    if !running_as_root() {
+        return Ok(());
+    }
+    let absolute = dir
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
+    for folder in absolute.ancestors().skip(1) {
+        let metadata = std::fs::metadata(folder).map_err(|e| e.to_string())?;
+        let mode = metadata.permissions().mode();
+        if mode & 0o001 == 0 {
+            std::fs::set_permissions(folder, std::fs::Permissions::from_mode(mode | 0o001))
+                .map_err(|e| format!("cannot let postgres through {}: {e}", folder.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// As root, the cluster's files must belong to the `postgres` user.
