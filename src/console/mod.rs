@@ -35,17 +35,36 @@ struct Asset {
     bytes: &'static [u8],
 }
 
+/// A script of the console: an ES module (`console.js` imports the rest).
+macro_rules! script {
+    ($name:literal) => {
+        Asset {
+            name: $name,
+            content_type: "text/javascript; charset=utf-8",
+            bytes: include_bytes!(concat!("assets/", $name)),
+        }
+    };
+}
+
 const ASSETS: &[Asset] = &[
     Asset {
         name: "index.html",
         content_type: "text/html; charset=utf-8",
         bytes: include_bytes!("assets/index.html"),
     },
-    Asset {
-        name: "console.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("assets/console.js"),
-    },
+    script!("console.js"),
+    script!("api.js"),
+    script!("dom.js"),
+    script!("nav.js"),
+    script!("session.js"),
+    script!("projects.js"),
+    script!("domains.js"),
+    script!("revisions.js"),
+    script!("revision-diff.js"),
+    script!("tokens.js"),
+    script!("forms.js"),
+    script!("organizations.js"),
+    script!("accept.js"),
     Asset {
         name: "console.css",
         content_type: "text/css; charset=utf-8",
@@ -147,19 +166,44 @@ mod tests {
         });
         assert!(!handler, "an inline event handler in the page");
         assert!(!page.contains("style="), "an inline style");
-        let script = text("console.js");
-        for sink in [
-            "innerHTML",
-            "outerHTML",
-            "insertAdjacentHTML",
-            "document.write",
-            "eval(",
-            "new Function",
-            "setTimeout(\"",
-            "localStorage",
-            "console.log",
-        ] {
-            assert!(!script.contains(sink), "console.js uses {sink}");
+        for script in ASSETS.iter().filter(|asset| asset.name.ends_with(".js")) {
+            let code = std::str::from_utf8(script.bytes).unwrap();
+            for sink in [
+                "innerHTML",
+                "outerHTML",
+                "insertAdjacentHTML",
+                "document.write",
+                "eval(",
+                "new Function",
+                "setTimeout(\"",
+                "localStorage",
+                "console.log",
+            ] {
+                assert!(!code.contains(sink), "{} uses {sink}", script.name);
+            }
+        }
+    }
+
+    /// Every file of `assets/` is served, and every script is fetched at
+    /// once with the page (`modulepreload`) rather than one import after
+    /// another.
+    #[test]
+    fn every_asset_is_served_and_every_script_preloaded() {
+        let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/src/console/assets");
+        let page = text("index.html");
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            assert!(
+                ASSETS.iter().any(|asset| asset.name == name),
+                "{name} is in assets/ but not served"
+            );
+            if name.ends_with(".js") && name != "console.js" {
+                let preload = format!(r#"<link rel="modulepreload" href="/console/{name}">"#);
+                assert!(
+                    page.contains(&preload),
+                    "index.html does not preload {name}"
+                );
+            }
         }
     }
 }

@@ -102,6 +102,7 @@ async fn the_console_is_served_from_the_binary_with_a_strict_policy() {
         ("/console", "text/html"),
         ("/console/", "text/html"),
         ("/console/console.js", "text/javascript"),
+        ("/console/revision-diff.js", "text/javascript"),
         ("/console/console.css", "text/css"),
         ("/console/icon.svg", "image/svg+xml"),
     ] {

@@ -174,7 +174,7 @@ async fn revisions_compare_by_the_rule_the_terminal_follows() {
             .client
             .execute_async(
                 "const [from, to, done] = arguments;
-                 import('/console/console.js').then((console) => done(console.revisionDiff(from, to)));",
+                 import('/console/revision-diff.js').then((rule) => done(rule.revisionDiff(from, to)));",
                 vec![case["from"].clone(), case["to"].clone()],
             )
             .await

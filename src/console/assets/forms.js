@@ -1,0 +1,103 @@
+// The parts of the edit forms (a project's settings, a revision's backends
+// and routes): lists of rows a person adds to, removes from and reorders,
+// each row's inputs named as the API names them in `params[].param`
+// (`routes[2].path`), so that a refusal lands next to its field
+// (session.js, `refusal`).
+
+import { h } from "./dom.js";
+
+let rowIds = 0;
+
+/** An editable list of rows. `makeRow(item)` answers `{ node, inputs,
+ * read }` for one item: `inputs` maps the item's member names to their
+ * inputs, `read()` answers the item as the API takes it. `blank()` is a
+ * new row's item. Each row has "Move up", "Move down" and "Remove"
+ * buttons, named with the row's number for screen readers; focus stays on
+ * what the person acted on.
+ *
+ * Answers `{ node, read, inputs }`: `read()` the items in the list's
+ * order, `inputs()` every row's inputs keyed by the API's names
+ * (`${param}[${i}].${member}`), in the order they are now. */
+function rowList({ param, itemName, items, makeRow, blank, addLabel }) {
+  const list = h("ol", { class: "rows", "aria-label": `${itemName}s` });
+  const rows = [];
+  const empty = h("p", { class: "empty", text: `No ${itemName.toLowerCase()}s.` });
+
+  const renumber = () => {
+    rows.forEach((row, index) => {
+      row.title.textContent = `${itemName} ${index + 1}`;
+      row.up.disabled = index === 0;
+      row.down.disabled = index === rows.length - 1;
+      for (const [button, verb] of [
+        [row.up, "Move up"],
+        [row.down, "Move down"],
+        [row.remove, "Remove"],
+      ]) {
+        button.setAttribute("aria-label", `${verb} ${itemName.toLowerCase()} ${index + 1}`);
+      }
+    });
+    empty.hidden = rows.length > 0;
+  };
+  const move = (row, by) => {
+    const from = rows.indexOf(row);
+    const to = from + by;
+    if (to < 0 || to >= rows.length) return;
+    rows.splice(from, 1);
+    rows.splice(to, 0, row);
+    if (by < 0) list.insertBefore(row.node, rows[to + 1].node);
+    else list.insertBefore(row.node, rows[to - 1].node.nextSibling);
+    renumber();
+    // Keyboard users keep moving with the same button until the end.
+    const pressed = by < 0 ? row.up : row.down;
+    (pressed.disabled ? (by < 0 ? row.down : row.up) : pressed).focus();
+  };
+  const add = (item, focus) => {
+    const made = makeRow(item, `row-${(rowIds += 1)}`);
+    const row = {
+      ...made,
+      title: h("h4", { class: "row-title" }),
+      up: h("button", { type: "button", class: "row-up", text: "↑" }),
+      down: h("button", { type: "button", class: "row-down", text: "↓" }),
+      remove: h("button", { type: "button", class: "row-remove danger", text: "Remove" }),
+    };
+    row.up.addEventListener("click", () => move(row, -1));
+    row.down.addEventListener("click", () => move(row, 1));
+    row.remove.addEventListener("click", () => {
+      const at = rows.indexOf(row);
+      rows.splice(at, 1);
+      row.node.remove();
+      renumber();
+      const next = rows[at] || rows[at - 1];
+      (next ? next.remove : addButton).focus();
+    });
+    row.node = h("li", { class: "row" }, h("div", { class: "row-head" }, row.title, row.up, row.down, row.remove), made.node);
+    rows.push(row);
+    list.append(row.node);
+    renumber();
+    if (focus) Object.values(made.inputs)[0]?.focus();
+  };
+  const addButton = h("button", { type: "button", class: "row-add", text: addLabel, onclick: () => add(blank(), true) });
+  for (const item of items) add(item, false);
+  renumber();
+  return {
+    node: h("div", { class: "row-list", "data-param": param }, list, empty, addButton),
+    read: () => rows.map((row) => row.read()),
+    inputs: () => {
+      const named = {};
+      rows.forEach((row, index) => {
+        for (const [member, input] of Object.entries(row.inputs)) named[`${param}[${index}].${member}`] = input;
+      });
+      return named;
+    },
+  };
+}
+
+/** Text a person types for a list of strings, one a line: the lines that
+ * are not blank, trimmed. */
+const linesOf = (text) =>
+  text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean);
+
+export { linesOf, rowList };
