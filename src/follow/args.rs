@@ -33,7 +33,8 @@ revision created). Its environment is follow's without any PROXYDECK_* variable 
 stays with follow), with PROXYDECK_FOLLOW_DIR set to the folder.
 
 Exit status: 0 (--once) the files are written and --exec succeeded; 1 an error (the token
-refused, the project gone, the folder unusable); 2 a bad command line; 3 (--once) --exec
+refused, the project gone, the folder unusable; with --once, also the service unreachable or
+failing after 4 attempts, about 7 s); 2 a bad command line; 3 (--once) --exec
 failed: the files are written, the cursor is not saved, the edge is reported failed.";
 
 #[derive(Args)]

@@ -27,6 +27,10 @@ use crate::domain::ids;
 /// activation is two changes: the old revision's, then the new one's).
 const SETTLE: Duration = Duration::from_millis(100);
 
+/// How often `--once` tries before it fails (exit 1): with the backoff
+/// between tries, it gives up within about 7 s of an unreachable service.
+const ONCE_ATTEMPTS: u32 = 4;
+
 pub struct Follower {
     client: ApiClient,
     args: FollowArgs,
@@ -84,6 +88,13 @@ impl Follower {
                 Err(Ended::Fatal(error)) => return Err(error),
                 Err(Ended::Retry(error)) => {
                     self.failures += 1;
+                    // A run that must end (a provisioning script's) says
+                    // so after a few tries rather than waiting for ever.
+                    if self.args.once && self.failures >= ONCE_ATTEMPTS {
+                        return Err(error.context(format!(
+                            "--once: giving up after {ONCE_ATTEMPTS} attempts; the files stay as they are"
+                        )));
+                    }
                     let wait = backoff(self.failures);
                     eprintln!(
                         "follow: {error:#}; the files stay as they are; trying again in {:.1} s",

@@ -329,6 +329,36 @@ async fn follow_once_writes_an_organizations_projects_and_ends() {
     assert!(log.contains("no project \"nope\""), "{log}");
 }
 
+/// `--once` against a service that does not answer ends (exit 1, after
+/// its few attempts, saying so) instead of trying for ever; its folder is
+/// left as it was.
+#[test]
+fn follow_once_gives_up_on_an_unreachable_service() {
+    let sandbox = tempfile::tempdir().unwrap();
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = sandbox.path().join("edge");
+    let dir_arg = dir.to_str().unwrap();
+    let following = Following::start(
+        &format!("http://127.0.0.1:{port}"),
+        "pxd_unused",
+        sandbox.path(),
+        &["--project", "acme-shop", "--dir", dir_arg, "--once"],
+    );
+    let log = following.log.clone();
+    let (status, stdout) = following.finish();
+    let log = std::fs::read_to_string(log).unwrap();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(log.contains("--once: giving up after 4 attempts"), "{log}");
+    assert_eq!(log.matches("trying again in").count(), 3, "{log}");
+    assert!(!dir.join(".cursor").exists());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_exec_is_reported_and_keeps_the_cursor_back() {
     let (app, token, _) = two_organizations(Backend::Sqlite).await;
