@@ -91,14 +91,13 @@ pub const REDACTED: &str = "pxd_…(redacted)";
 /// What [`redact`] puts where an invitation's secret was.
 pub const REDACTED_INVITATION: &str = "pxi_…(redacted)";
 
-/// Whether `text` holds a secret's prefix (`pxd_`, `pxi_`): the request
-/// values that may be kept or repeated (`X-Request-Id`,
-/// `Idempotency-Key`) are refused on it, the checksum unchecked, since a
-/// secret with a typo is still almost all of it.
+/// Whether `text` holds a secret's prefix (`pxd_`, `pxi_`), as [`redact`]
+/// finds it (any case, `_` percent-encoded or not): the request values
+/// that may be kept or repeated (`X-Request-Id`, `Idempotency-Key`) are
+/// refused on it, the checksum unchecked, since a secret with a typo (or
+/// shouted, `PXD_...`) is still almost all of it.
 pub fn may_hold_a_token(text: &[u8]) -> bool {
-    PREFIXES
-        .iter()
-        .any(|(prefix, _)| memchr::memmem::find(text, prefix.as_bytes()).is_some())
+    prefix_at(text, 0).is_some()
 }
 
 /// `text` with each run of a prefix (`pxd_`, `pxi_`) and the base62
@@ -234,6 +233,15 @@ mod tests {
             format!("{REDACTED} ?t={REDACTED}&u={REDACTED} é pxd%5F pXd_")
         );
         assert!(matches!(redact("pxd%5 pxd- é"), Cow::Borrowed(_)));
+        // What redaction finds, the request values refuse.
+        for found in [
+            format!("PXD_{secret}"),
+            format!("k-Pxi%5f{secret}"),
+            "pXd_".into(),
+        ] {
+            assert!(may_hold_a_token(found.as_bytes()), "{found}");
+        }
+        assert!(!may_hold_a_token("pxd%5 pxd- é".as_bytes()));
     }
 
     #[test]
