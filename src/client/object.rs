@@ -96,6 +96,26 @@ enum Printing {
 }
 
 impl ObjectShape {
+    /// For a command that prints a document of its own instead of the
+    /// object (`proxy-settings create --dry-run` prints a diff): whether
+    /// `--json` was given, and `--jq`'s program. `--json FIELDS` and
+    /// `--show-etag` name the object's members and version, which `what`
+    /// has not: refused.
+    pub fn document(&self, what: &str) -> anyhow::Result<(bool, Option<Jq>)> {
+        if self
+            .json
+            .as_deref()
+            .is_some_and(|fields| !fields.is_empty())
+        {
+            bail!("--json FIELDS does not go with {what}: use --json alone, or --jq");
+        }
+        if self.show_etag {
+            bail!("--show-etag does not go with {what}: nothing is stored, so there is no version");
+        }
+        let jq = self.jq.as_deref().map(Jq::compile).transpose()?;
+        Ok((self.json.is_some() || jq.is_some(), jq))
+    }
+
     fn printing(&self, kind: ObjectKind) -> anyhow::Result<Printing> {
         if self.json.is_none() && self.jq.is_none() && std::io::stdout().is_terminal() {
             return Ok(Printing::Text);

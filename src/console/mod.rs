@@ -61,6 +61,7 @@ const ASSETS: &[Asset] = &[
     script!("domains.js"),
     script!("revisions.js"),
     script!("revision-diff.js"),
+    script!("revision-form.js"),
     script!("tokens.js"),
     script!("forms.js"),
     script!("organizations.js"),

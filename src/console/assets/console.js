@@ -20,7 +20,8 @@ import { $, loading } from "./dom.js";
 import { hashParams, route, setPages } from "./nav.js";
 import { viewOrganization, viewOrganizations } from "./organizations.js";
 import { viewProject, viewProjects } from "./projects.js";
-import { viewDiff } from "./revisions.js";
+import { viewNewRevision } from "./revision-form.js";
+import { viewDiff, viewRevision } from "./revisions.js";
 import { explain, failed, forgetToken, showSignIn, signOut, signedIn } from "./session.js";
 import { viewTokens } from "./tokens.js";
 
@@ -29,6 +30,8 @@ setPages({
   open: [[/^\/accept$/, viewAccept]],
   signedIn: [
     [/^\/projects\/([^/]+)\/diff\/(\d+)\/(\d+)$/, viewDiff],
+    [/^\/projects\/([^/]+)\/revisions\/new$/, viewNewRevision],
+    [/^\/projects\/([^/]+)\/revisions\/(\d+)$/, viewRevision],
     [/^\/projects\/([^/]+)$/, viewProject],
     [/^\/projects$/, viewProjects],
     [/^\/tokens$/, viewTokens],

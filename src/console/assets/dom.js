@@ -81,6 +81,11 @@ function confirmAction(title, text, confirmLabel) {
 /** A labelled list of settings: [label, value] pairs; a value is text,
  * a node, or a list (shown one item a line, or "none"). */
 function settings(id, title, pairs) {
+  return h("section", { class: "card", "aria-labelledby": id }, h("h2", { id, text: title }), settingsList(pairs));
+}
+
+/** The list of `settings` alone, for a part with its own heading. */
+function settingsList(pairs) {
   const list = h("dl", { class: "settings" });
   for (const [label, value] of pairs) {
     let shown = value;
@@ -91,7 +96,7 @@ function settings(id, title, pairs) {
     }
     list.append(h("dt", { text: label }), h("dd", {}, shown));
   }
-  return h("section", { class: "card", "aria-labelledby": id }, h("h2", { id, text: title }), list);
+  return list;
 }
 
 /** A Copy button (with `attrs`) for what `text()` answers; `said` tells
@@ -129,4 +134,4 @@ function clearFieldErrors(inputs) {
   }
 }
 
-export { $, clearFieldErrors, count, confirmAction, copyButton, errorBox, field, fieldErrors, h, loading, notify, settings, show, when, yesNo };
+export { $, clearFieldErrors, count, confirmAction, copyButton, errorBox, field, fieldErrors, h, loading, notify, settings, settingsList, show, when, yesNo };

@@ -13,12 +13,13 @@ let rowIds = 0;
  * inputs, `read()` answers the item as the API takes it. `blank()` is a
  * new row's item. Each row has "Move up", "Move down" and "Remove"
  * buttons, named with the row's number for screen readers; focus stays on
- * what the person acted on.
+ * what the person acted on. `onChange()`, when given, runs after each
+ * row the person adds, removes or moves.
  *
  * Answers `{ node, read, inputs }`: `read()` the items in the list's
  * order, `inputs()` every row's inputs keyed by the API's names
  * (`${param}[${i}].${member}`), in the order they are now. */
-function rowList({ param, itemName, items, makeRow, blank, addLabel }) {
+function rowList({ param, itemName, items, makeRow, blank, addLabel, onChange = () => {} }) {
   const list = h("ol", { class: "rows", "aria-label": `${itemName}s` });
   const rows = [];
   const empty = h("p", { class: "empty", text: `No ${itemName.toLowerCase()}s.` });
@@ -50,6 +51,7 @@ function rowList({ param, itemName, items, makeRow, blank, addLabel }) {
     // Keyboard users keep moving with the same button until the end.
     const pressed = by < 0 ? row.up : row.down;
     (pressed.disabled ? (by < 0 ? row.down : row.up) : pressed).focus();
+    onChange();
   };
   const add = (item, focus) => {
     const made = makeRow(item, `row-${(rowIds += 1)}`);
@@ -69,6 +71,7 @@ function rowList({ param, itemName, items, makeRow, blank, addLabel }) {
       renumber();
       const next = rows[at] || rows[at - 1];
       (next ? next.remove : addButton).focus();
+      onChange();
     });
     row.node = h("li", { class: "row" }, h("div", { class: "row-head" }, row.title, row.up, row.down, row.remove), made.node);
     rows.push(row);
@@ -76,7 +79,15 @@ function rowList({ param, itemName, items, makeRow, blank, addLabel }) {
     renumber();
     if (focus) Object.values(made.inputs)[0]?.focus();
   };
-  const addButton = h("button", { type: "button", class: "row-add", text: addLabel, onclick: () => add(blank(), true) });
+  const addButton = h("button", {
+    type: "button",
+    class: "row-add",
+    text: addLabel,
+    onclick: () => {
+      add(blank(), true);
+      onChange();
+    },
+  });
   for (const item of items) add(item, false);
   renumber();
   return {

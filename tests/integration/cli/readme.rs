@@ -175,8 +175,10 @@ fn every_command_of_the_readme_works_on_a_fresh_demo() {
                 Some((_, target)) => {
                     let target = target.split_whitespace().next().expect("a file");
                     let target = target.replacen('~', &sandbox.path().display().to_string(), 1);
+                    // Relative to where the line ran (an absolute one stays).
+                    let target = sandbox.path().join(target);
                     std::fs::read_to_string(&target)
-                        .unwrap_or_else(|e| panic!("{line}: cannot read {target}: {e}"))
+                        .unwrap_or_else(|e| panic!("{line}: cannot read {}: {e}", target.display()))
                 }
                 None => out.stdout.clone(),
             };

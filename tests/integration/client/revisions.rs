@@ -1,8 +1,8 @@
-//! `proxy-settings diff` and `proxy-settings get`: the real binary against
-//! a served store (both backends) holding revisions that differ in every
-//! way; the text, the JSON, the errors, colour only on a terminal; the
-//! cases of the rule the console shares
-//! (tests/integration/fixtures/revision-diff-cases.json).
+//! `proxy-settings diff`, `proxy-settings get` and `proxy-settings create
+//! --dry-run`: the real binary against a served store (both backends)
+//! holding revisions that differ in every way; the text, the JSON, the
+//! errors, colour only on a terminal; the cases of the rule the console
+//! shares (tests/integration/fixtures/revision-diff-cases.json).
 
 use super::*;
 
@@ -56,6 +56,8 @@ async fn served(store: Backend) -> (TestApp, String, TempDir) {
         user("u1", &[1]),
         project("site", 1, 1),
         project("hidden", 2, 2),
+        // No revision yet: a dry run compares with the empty one.
+        project("fresh", 1, 3),
         revision(1, false, r1_backends, r1_routes),
         revision(2, true, r2_backends.clone(), r2_routes),
         revision(3, false, r2_backends.clone(), r3_routes.clone()),
@@ -373,5 +375,142 @@ async fn diff_follows_the_cases_shared_with_the_console_on_both_stores() {
             });
             assert_eq!(said, case["expected"], "{backend:?}: {name}");
         }
+    }
+}
+
+/// `create --dry-run` asks the API (`dry_run=true`), stores nothing, and
+/// prints the would-be revision against the active one exactly as `diff`
+/// prints two stored revisions: here revision 1's backends and routes
+/// sent again, against the active revision 2, read as `diff 2 1` reads
+/// them (the would-be revision is 11, the newest being 10).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_dry_run_prints_the_diff_as_diff_does_and_stores_nothing_on_both_stores() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        require!(backend);
+        let (app, token, cwd) = served(backend).await;
+        let run = |args: &[&str]| client(&app, &token, cwd.path(), args);
+        let (_, page) = app
+            .get_json(
+                "/v1/projects/site/proxy-settings?order_direction=ASC",
+                &token,
+            )
+            .await;
+        let first = &page["data"][0];
+        let file = cwd.path().join("revision.json");
+        let body =
+            json!({"description": "r1", "backends": first["backends"], "routes": first["routes"]});
+        std::fs::write(&file, body.to_string()).unwrap();
+        let file = file.to_str().unwrap();
+        let dry_run = |project: &str, file: &str, more: &[&str]| {
+            let mut args = vec![
+                "proxy-settings",
+                "create",
+                project,
+                "--file",
+                file,
+                "--dry-run",
+            ];
+            args.extend(more);
+            run(&args)
+        };
+        let stored = || async {
+            let (_, page) = app
+                .get_json("/v1/projects/site/proxy-settings?limit=100", &token)
+                .await;
+            page["data"].as_array().unwrap().len()
+        };
+        assert_eq!(stored().await, 5);
+
+        // The text: diff 2 1's, but for the would-be number.
+        let out = dry_run("site", file, &[]);
+        assert!(out.status.success(), "{out:#?}");
+        let stored_diff = run(&["proxy-settings", "diff", "site", "2", "1"]);
+        let expected = stored_diff
+            .stdout
+            .replacen(
+                "revision 2 -> revision 1\n",
+                "revision 2 -> revision 11\n",
+                1,
+            )
+            .replacen("(not revision 1)\n", "(not revision 11)\n", 1);
+        assert_ne!(expected, stored_diff.stdout);
+        assert_eq!(out.stdout, expected, "{backend:?}");
+        assert_eq!(
+            out.stderr.trim_end(),
+            "dry run: nothing was stored; the API takes it, and it would be revision 11 (inactive until activated)"
+        );
+        // The JSON, and --jq over it, as diff's.
+        let mut expected = run(&["proxy-settings", "diff", "site", "2", "1", "--json"]).json();
+        expected["to"]["revision"] = json!(11);
+        let out = dry_run("site", file, &["--json"]);
+        assert_eq!(out.json(), expected, "{backend:?}");
+        let added = ".backends[] | select(.change == \"added\") | .name";
+        let out = dry_run("site", file, &["--jq", added]);
+        assert_eq!(out.stdout, "b\n", "{out:#?}");
+        assert_eq!(stored().await, 5, "a dry run stores nothing");
+
+        // A refusal is the write's own, one line naming the member.
+        let bad = cwd.path().join("bad.json");
+        let mut body = body.clone();
+        body["routes"][3]["path"] = json!("^/x/(");
+        std::fs::write(&bad, body.to_string()).unwrap();
+        let out = dry_run("site", bad.to_str().unwrap(), &[]);
+        assert_eq!(out.status.code(), Some(1), "{out:#?}");
+        assert!(
+            out.error(&["routes[3].path"]).starts_with("error: "),
+            "{out:#?}"
+        );
+        assert_eq!(stored().await, 5);
+        // What belongs to a stored object does not go with a dry run.
+        for (flag, said) in [
+            (
+                &["--json", "description"][..],
+                "--json FIELDS does not go with --dry-run",
+            ),
+            (&["--show-etag"], "--show-etag does not go with --dry-run"),
+        ] {
+            let out = dry_run("site", file, flag);
+            assert_eq!(out.status.code(), Some(1), "{out:#?}");
+            out.error(&[said]);
+        }
+
+        // No active revision: compared with the empty one, as the API does.
+        let out = dry_run("fresh", file, &[]);
+        assert!(out.status.success(), "{out:#?}");
+        assert!(
+            out.stdout.starts_with(
+                "proxy settings of project fresh: no revision -> revision 1\n\
+                 description: \"\" -> \"r1\"\n\
+                 active: revision 1\n\n\
+                 backends: 3 added\n"
+            ),
+            "{out:#?}"
+        );
+        assert!(
+            out.stderr
+                .contains("revision 1 (active: the project's first)"),
+            "{out:#?}"
+        );
+        let json = dry_run("fresh", file, &["--json"]).json();
+        assert_eq!(
+            json["from"],
+            json!({"revision": null, "description": "", "is_active": false})
+        );
+        let (_, page) = app
+            .get_json("/v1/projects/fresh/proxy-settings", &token)
+            .await;
+        assert_eq!(page["data"], json!([]), "{backend:?}");
+
+        // Without --dry-run the same file makes revision 11.
+        let out = run(&[
+            "proxy-settings",
+            "create",
+            "site",
+            "--file",
+            file,
+            "--jq",
+            ".revision",
+        ]);
+        assert_eq!(out.stdout, "11\n", "{out:#?}");
     }
 }

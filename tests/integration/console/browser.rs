@@ -273,10 +273,12 @@ impl Browser {
     }
 
     /// Whether the page is wider than its window (a phone would scroll
-    /// sideways).
+    /// sideways). The layout viewport's width (`clientWidth`), not
+    /// `innerWidth`: a phone's emulation zooms out to fit a page that is
+    /// too wide, and `innerWidth` grows with it, so it never tells.
     pub(crate) async fn overflows(&self) -> bool {
         self.run(
-            "return document.documentElement.scrollWidth > window.innerWidth",
+            "return document.documentElement.scrollWidth > document.documentElement.clientWidth",
             vec![],
         )
         .await

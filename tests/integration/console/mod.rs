@@ -9,6 +9,7 @@
 mod browser;
 mod domains;
 mod projects;
+mod revision_edits;
 mod revisions;
 mod teams;
 mod tokens;

@@ -48,17 +48,8 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<()> {
     } else {
         fetch(&client, &project, args.to).await?
     };
-    let diff = Diff::between(&project.id, &from, &to)?;
-    let mut stdout = std::io::stdout().lock();
-    if document {
-        let text = serde_json::to_string(&diff)?;
-        print_document(&text, jq.as_ref(), Style::stdout(), &mut stdout)?;
-    } else {
-        let colour = telemetry::colour(std::io::stdout().is_terminal());
-        write!(stdout, "{}", diff.text(&project.given, colour))?;
-    }
-    stdout.flush()?;
-    Ok(())
+    let diff = Diff::between(&project.id, Some(&from), &to)?;
+    diff.print(&project.given, document, jq.as_ref())
 }
 
 /// What changed from one revision to another; `--json` prints it.
@@ -93,7 +84,9 @@ struct Reordered {
 
 #[derive(Debug, Serialize, PartialEq)]
 struct Side {
-    revision: u32,
+    /// `None` (`null`): no revision, the empty one a dry run compares with
+    /// when the project has no active revision.
+    revision: Option<u32>,
     description: String,
     is_active: bool,
 }
@@ -153,11 +146,19 @@ struct MemberChange {
 }
 
 impl Diff {
-    fn between(project: &str, from: &Value, to: &Value) -> anyhow::Result<Self> {
-        let side = |revision: &Value| -> anyhow::Result<Side> {
+    /// What changed from `from` to `to`; `from` is `None` when there is
+    /// no revision to compare with (a dry run on a project without an
+    /// active revision): the empty revision then, as the API's dry run
+    /// takes it.
+    pub fn between(project: &str, from: Option<&Value>, to: &Value) -> anyhow::Result<Self> {
+        let empty = serde_json::json!({"description": "", "backends": [], "routes": []});
+        let side = |revision: &Value, numbered: bool| -> anyhow::Result<Side> {
+            let number = revision_of(revision);
+            if numbered && number.is_none() {
+                return Err(anyhow!("the server's revision has no number"));
+            }
             Ok(Side {
-                revision: revision_of(revision)
-                    .ok_or_else(|| anyhow!("the server's revision has no number"))?,
+                revision: number,
                 description: revision["description"]
                     .as_str()
                     .unwrap_or_default()
@@ -168,12 +169,14 @@ impl Diff {
         let list = |revision: &Value, field: &str| -> Vec<Value> {
             revision[field].as_array().cloned().unwrap_or_default()
         };
+        let numbered = from.is_some();
+        let from = from.unwrap_or(&empty);
         let (backends, same_backends) =
             backend_changes(&list(from, "backends"), &list(to, "backends"));
         let (from_routes, to_routes) = (list(from, "routes"), list(to, "routes"));
         let (routes, same_routes) = route_changes(&from_routes, &to_routes);
         let reordered = reordered_ranks(&from_routes, &to_routes);
-        let (from, to) = (side(from)?, side(to)?);
+        let (from, to) = (side(from, numbered)?, side(to, true)?);
         Ok(Self {
             project_id: project.to_owned(),
             differs: from.description != to.description
@@ -432,15 +435,34 @@ fn tally(kinds: &[Kind], same: usize) -> String {
 }
 
 impl Diff {
+    /// Prints the diff: the text for people, or with `document`
+    /// (`--json`) the JSON, filtered by `jq` when given.
+    pub fn print(&self, given: &str, document: bool, jq: Option<&Jq>) -> anyhow::Result<()> {
+        let mut stdout = std::io::stdout().lock();
+        if document {
+            let text = serde_json::to_string(self)?;
+            print_document(&text, jq, Style::stdout(), &mut stdout)?;
+        } else {
+            let colour = telemetry::colour(std::io::stdout().is_terminal());
+            write!(stdout, "{}", self.text(given, colour))?;
+        }
+        stdout.flush()?;
+        Ok(())
+    }
+
     /// The diff for people: a heading naming the project as `given`, the
     /// description and which one is active, then the backends and routes
     /// that differ with their members (`-` removed, `+` added, `~`
     /// changed). What the server sent is shown [`printable`].
     fn text(&self, given: &str, colour: bool) -> String {
         let paint = Paint { on: colour };
-        let (a, b) = (self.from.revision, self.to.revision);
+        let named = |side: &Side| match side.revision {
+            Some(number) => format!("revision {number}"),
+            None => "no revision".to_owned(),
+        };
+        let (a, b) = (named(&self.from), named(&self.to));
         let mut out = paint.bold(&format!(
-            "proxy settings of project {}: revision {a} -> revision {b}",
+            "proxy settings of project {}: {a} -> {b}",
             printable(given)
         ));
         out.push('\n');
@@ -459,10 +481,12 @@ impl Diff {
             ));
         }
         let active = match (self.from.is_active, self.to.is_active) {
-            (true, true) if a == b => format!("revision {a}"),
+            (true, true) if a == b => a.clone(),
             (true, true) => "both".to_owned(),
-            (true, false) => format!("revision {a} (not revision {b})"),
-            (false, true) => format!("revision {b} (not revision {a})"),
+            (true, false) => format!("{a} (not {b})"),
+            // Nothing to compare with: B alone (a project's first revision).
+            (false, true) if self.from.revision.is_none() => b.clone(),
+            (false, true) => format!("{b} (not {a})"),
             (false, false) => "neither".to_owned(),
         };
         out.push_str(&format!("active: {active}\n"));
@@ -622,7 +646,7 @@ mod tests {
                 revision["revision"] = json!(number);
                 revision
             };
-            let diff = Diff::between("p", &revision("from", 1), &revision("to", 2)).unwrap();
+            let diff = Diff::between("p", Some(&revision("from", 1)), &revision("to", 2)).unwrap();
             let diff = serde_json::to_value(&diff).unwrap();
             let said = json!({
                 "backends": diff["backends"],

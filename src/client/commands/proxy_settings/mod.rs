@@ -30,9 +30,11 @@ pub enum ProxySettingsCommand {
     Diff(diff::DiffArgs),
     /// Create a new revision of a project's proxy settings from a JSON file
     /// (`description`, `backends`, `routes`). A project's first revision is
-    /// active; later ones are not until activated.
+    /// active; later ones are not until activated. With --dry-run, nothing
+    /// is stored: the API checks it and the diff against the active
+    /// revision is printed, as `diff` prints one.
     #[command(
-        after_help = concat!("Examples:\n  proxydeck proxy-settings create acme-shop --file revision.json\n  cat revision.json | proxydeck proxy-settings create acme-shop --file - --jq .revision", retried_create_note!())
+        after_help = concat!("Examples:\n  proxydeck proxy-settings create acme-shop --file revision.json --dry-run   # what it would change\n  proxydeck proxy-settings create acme-shop --file revision.json\n  cat revision.json | proxydeck proxy-settings create acme-shop --file - --jq .revision", retried_create_note!())
     )]
     Create(revisions::Create),
     /// Make a revision the active one (the one active before stops being

@@ -4,10 +4,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use anyhow::Context as _;
 use clap::Args;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
+use super::diff::Diff;
 use crate::client::connection::{self, Connection};
 use crate::client::http::{ApiClient, Request, v1};
 use crate::client::listing::{ListKind, ListingArgs, Printer, list as list_pages};
@@ -15,7 +17,7 @@ use crate::client::names::{PROJECT_HELP, resolve_project};
 use crate::client::object::{
     ObjectKind, ObjectShape, Precondition, Session, create as create_request, read_object,
 };
-use crate::client::revision_read::{Project, fetch};
+use crate::client::revision_read::{Project, fetch, revision_of};
 use crate::output::json::{Jq, Style, print_document};
 use crate::output::table::{self, Column};
 
@@ -121,6 +123,12 @@ pub struct Create {
     /// `routes` (`-`: stdin).
     #[arg(long, value_name = "FILE")]
     file: PathBuf,
+    /// Store nothing: ask the API whether it takes the revision
+    /// (`dry_run=true`) and print what it would change against the active
+    /// revision, as `proxy-settings diff` prints (`--json`, `--jq`: the
+    /// diff's JSON).
+    #[arg(long)]
+    dry_run: bool,
     #[command(flatten)]
     shape: ObjectShape,
     #[command(flatten)]
@@ -143,6 +151,9 @@ pub struct Activate {
 }
 
 pub async fn create(args: Create) -> anyhow::Result<()> {
+    if args.dry_run {
+        return create_dry_run(args).await;
+    }
     let members = read_object(Some(&args.file))?;
     let session = Session::open(&args.connection, &args.shape, REVISION)?;
     let id = session.project(&args.project).await?;
@@ -150,6 +161,45 @@ pub async fn create(args: Create) -> anyhow::Result<()> {
     session
         .exchange(create_request(&path, members), "created")
         .await
+}
+
+/// `create --dry-run`: the API's checks (`dry_run=true`: a refusal is
+/// the write's own, and nothing is stored), then the would-be revision
+/// against the active one, printed by `proxy-settings diff`'s code (from
+/// the empty revision when none is active, as the API compares). No
+/// `Idempotency-Key`: the API refuses one on a dry run.
+async fn create_dry_run(args: Create) -> anyhow::Result<()> {
+    let (document, jq) = args.shape.document("--dry-run")?;
+    let members = read_object(Some(&args.file))?;
+    let client = ApiClient::new(&connection::resolve(&args.connection)?)?;
+    let project = Project::resolve(&client, args.project).await?;
+    let path = v1(&["projects", &project.id, "proxy-settings"]);
+    let query = [("dry_run", "true".to_owned())];
+    let request = Request::new(Method::POST, &path)
+        .query(&query)
+        .body(Value::Object(members));
+    let answer: Value = serde_json::from_slice(&client.send(request).await?.body)
+        .context("the server's answer is not JSON")?;
+    let would_be = &answer["revision"];
+    let active = match answer["active_revision"].as_u64() {
+        Some(number) => {
+            let number = u32::try_from(number).context("the active revision's number")?;
+            Some(fetch(&client, &project, number).await?)
+        }
+        None => None,
+    };
+    let diff = Diff::between(&project.id, active.as_ref(), would_be)?;
+    diff.print(&project.given, document, jq.as_ref())?;
+    let number = revision_of(would_be).map_or_else(|| "?".to_owned(), |n| n.to_string());
+    let activity = if would_be["is_active"] == true {
+        "active: the project's first"
+    } else {
+        "inactive until activated"
+    };
+    eprintln!(
+        "dry run: nothing was stored; the API takes it, and it would be revision {number} ({activity})"
+    );
+    Ok(())
 }
 
 /// Makes the revision the active one (`{"is_active": true}`); rolling
