@@ -58,6 +58,8 @@ const ASSETS: &[Asset] = &[
     script!("nav.js"),
     script!("session.js"),
     script!("projects.js"),
+    script!("project-form.js"),
+    script!("project-edit.js"),
     script!("domains.js"),
     script!("revisions.js"),
     script!("revision-diff.js"),

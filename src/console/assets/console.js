@@ -19,6 +19,7 @@ import { TOKEN_KEY, api, state } from "./api.js";
 import { $, loading } from "./dom.js";
 import { hashParams, route, setPages } from "./nav.js";
 import { viewOrganization, viewOrganizations } from "./organizations.js";
+import { viewEditProject, viewNewProject } from "./project-edit.js";
 import { viewProject, viewProjects } from "./projects.js";
 import { viewNewRevision } from "./revision-form.js";
 import { viewDiff, viewRevision } from "./revisions.js";
@@ -30,6 +31,9 @@ setPages({
   open: [[/^\/accept$/, viewAccept]],
   signedIn: [
     [/^\/projects\/([^/]+)\/diff\/(\d+)\/(\d+)$/, viewDiff],
+    // Before a project's page: `new` would read as a project's id.
+    [/^\/projects\/new$/, viewNewProject],
+    [/^\/projects\/([^/]+)\/edit$/, viewEditProject],
     [/^\/projects\/([^/]+)\/revisions\/new$/, viewNewRevision],
     [/^\/projects\/([^/]+)\/revisions\/(\d+)$/, viewRevision],
     [/^\/projects\/([^/]+)$/, viewProject],

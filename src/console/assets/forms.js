@@ -4,7 +4,7 @@
 // (`routes[2].path`), so that a refusal lands next to its field
 // (session.js, `refusal`).
 
-import { h } from "./dom.js";
+import { fieldErrors, h } from "./dom.js";
 
 let rowIds = 0;
 
@@ -111,4 +111,38 @@ const linesOf = (text) =>
     .map((line) => line.trim())
     .filter(Boolean);
 
-export { linesOf, rowList };
+/** The place for the API's word on `input` (its `params[].param` is
+ * `param`) where `field` cannot put it: `refusal` writes there and marks
+ * and focuses `input`. */
+function placeForWord(input, id, param) {
+  const said = h("span", { class: "field-error", id, "data-param": param });
+  fieldErrors.set(input, said);
+  input.setAttribute("aria-describedby", id);
+  return said;
+}
+
+/** Checkboxes for a list of values (`choices`: [value, label] pairs), the
+ * `chosen` ones checked: a fieldset whose legend names it, with a place
+ * for the API's word on it (`param`), kept by its first box (so `refusal`
+ * marks and focuses that one). A chosen value not among `choices` gets a
+ * box too, so that saving keeps it unless unchecked. Answers `{ node,
+ * input, read }`: `read()` the checked values, in the boxes' order. */
+function checkGroup(legend, choices, chosen, id, param) {
+  const all = [...choices, ...chosen.filter((value) => !choices.some(([known]) => known === value)).map((value) => [value, value])];
+  const boxes = all.map(([value], index) => h("input", { type: "checkbox", id: `${id}-${index}`, value, checked: chosen.includes(value) }));
+  const said = placeForWord(boxes[0], `${id}-error`, param);
+  for (const box of boxes) box.setAttribute("aria-describedby", said.id);
+  return {
+    node: h(
+      "fieldset",
+      { class: "checks" },
+      h("legend", { text: legend }),
+      boxes.map((box, index) => h("span", { class: "check" }, box, h("label", { for: box.id, text: all[index][1] }))),
+      said,
+    ),
+    input: boxes[0],
+    read: () => boxes.filter((box) => box.checked).map((box) => box.value),
+  };
+}
+
+export { checkGroup, linesOf, placeForWord, rowList };

@@ -1,10 +1,13 @@
 // Projects: the listing (filter, order, find by slug) and one project's
-// page (its settings in groups, then its domains and proxy settings).
+// page (its settings in groups, then its domains and proxy settings);
+// changing them is project-edit.js's.
 
 import { PAGE_SIZE, api, query, roleIn, state } from "./api.js";
-import { errorBox, h, loading, settings, show, when, yesNo } from "./dom.js";
+import { errorBox, h, loading, settings, show, when } from "./dom.js";
 import { showDomains } from "./domains.js";
 import { go, pager } from "./nav.js";
+import { deleteProjectCard, readOnlyNote } from "./project-edit.js";
+import { GROUPS, settingsWords } from "./project-form.js";
 import { showRevisions } from "./revisions.js";
 import { endSessionOn, explain, loadOrganizations, organizationName } from "./session.js";
 
@@ -70,6 +73,8 @@ async function viewProjects(_, params, signal) {
     h("button", { type: "submit", text: "Find" }),
   );
 
+  // "New project" starts in the organization the listing is filtered on.
+  const newHash = state.organizations.size ? `#/projects/new${organization ? `?${query({ organization_id: organization })}` : ""}` : "";
   const rows = body.data.map((project) =>
     h(
       "tr",
@@ -89,11 +94,16 @@ async function viewProjects(_, params, signal) {
         h("thead", {}, h("tr", {}, ["Slug", "Organization", "Type", "Description", "Created"].map((name) => h("th", { scope: "col", text: name })))),
         h("tbody", {}, rows),
       )
-    : h("p", { class: "empty", text: start ? "No more projects." : "No projects here yet." });
+    : h(
+        "p",
+        { class: "empty" },
+        start ? "No more projects." : "No projects here yet.",
+        !start && newHash ? [" ", h("a", { href: newHash, id: "empty-new-project", text: "Create one" }), "."] : null,
+      );
   show(
     h("h1", { text: "Projects" }),
     state.organizations.size
-      ? null
+      ? h("p", { class: "toolbar" }, h("a", { href: newHash, class: "button", id: "new-project-link", text: "New project" }))
       : h("p", { class: "notice-inline", id: "no-organization" }, "You are in no organization yet: ", h("a", { href: "#/organizations", text: "create one" }), ", or open the link of an invitation."),
     filter,
     find,
@@ -142,98 +152,48 @@ async function findBySlug(event, slug, organization, out, signal) {
   }
 }
 
-/** A rule's conditions in words: "request methods GET, HEAD; request
- * headers present: accept". Empty conditions read "always". */
-function conditionsText(conditions) {
-  const parts = [];
-  for (const [name, value] of Object.entries(conditions || {})) {
-    const label = name.replaceAll("_", " ");
-    if (Array.isArray(value)) {
-      if (value.length) parts.push(`${label} ${value.join(", ")}`);
-    } else if (value && typeof value === "object") {
-      const { present = [], absent = [], values = {} } = value;
-      if (present.length) parts.push(`${label} present: ${present.join(", ")}`);
-      if (absent.length) parts.push(`${label} absent: ${absent.join(", ")}`);
-      for (const [key, wanted] of Object.entries(values)) parts.push(`${label} ${key} = ${JSON.stringify(wanted)}`);
-    } else if (value !== "" && value !== null && value !== undefined) {
-      parts.push(`${label} ${value}`);
-    }
-  }
-  return parts.join("; ") || "always";
-}
+/** A title inside a sentence: "Caching" -> "caching", "IP rules" stays. */
+const inSentence = (title) => (/^[A-Z]{2}/.test(title) ? title : title[0].toLowerCase() + title.slice(1));
 
 async function viewProject([id], _, signal) {
   loading("the project");
-  const [{ body: project }] = await Promise.all([
+  const [{ body: project, etag }] = await Promise.all([
     api("GET", `/v1/projects/${encodeURIComponent(id)}`, { signal }),
     loadOrganizations(signal),
   ]);
-  const a = project.autocapture || {};
-  const sections = [
-    settings("s-overview", "Overview", [
-      ["Organization", organizationName(project.organization_id)],
-      ["Your role there", roleIn(project.organization_id)],
-      ["Id", project.id],
-      ["Type", project.type],
-      ["Description", project.description],
-      ["External address", project.external_project_url],
-      ["Avatar address", project.avatar_url],
-      ["Log severity", project.log_severity],
-      ["Created", when(project.created_at)],
-      ["Updated", when(project.updated_at)],
-    ]),
-    settings("s-caching", "Caching", [
-      ["Cache", yesNo(project.cache)],
-      ["Behind a proxy cache", yesNo(project.edgee_behind_proxy_cache)],
-      ["Enforce no-store policy", yesNo(project.enforce_no_store_policy)],
-      ["Cache rules enabled", yesNo(project.override_cache_enabled)],
-      [
-        "Cache rules",
-        (project.override_cache || []).map(
-          (rule) => `#${rule.rank} ${rule.path}${rule.regex ? " (regex)" : ""}: ${rule.pass ? "pass" : `ttl ${rule.ttl} s, swr ${rule.swr} s`}; when ${conditionsText(rule.conditions)}`,
-        ),
-      ],
-    ]),
-    settings("s-proxying", "Proxying", [
-      ["Force HTTPS", yesNo(project.force_https)],
-      ["Proxy only", yesNo(project.proxy_only)],
-      ["Proxy-only paths (regex)", project.proxy_only_path_regex],
-      ["Password protection", yesNo(project.password_protection)],
-      ["Forwarded headers", (project.forwarded_headers || []).map((header) => `${header.name}: ${header.value}`)],
-    ]),
-    settings("s-sdk", "SDK", [
-      ["Inject the SDK", yesNo(project.inject_sdk)],
-      ["Position", project.inject_sdk_position],
-      ["Cookieless", yesNo(project.cookieless)],
-      ["Autocapture", Object.keys(a).filter((name) => a[name]).map((name) => name.replaceAll("_", " "))],
-    ]),
-    settings("s-ip", "IP rules", [
-      ["Trusted addresses", project.trusted_ips || []],
-      ["Blocked addresses", project.blocked_ips || []],
-    ]),
-    settings("s-rate", "Rate limiting", [
-      ["Enabled", yesNo(project.rate_limiting_enabled)],
-      [
-        "Rules",
-        (project.rate_limiting || []).map(
-          (rule) => `#${rule.rank} ${rule.limit} requests per ${rule.window} by ${(rule.key || []).join(", ")}, blocked ${rule.block_duration} s; when ${conditionsText(rule.conditions)}`,
-        ),
-      ],
-    ]),
-    settings("s-cookies", "Cookies", [
-      ["Cookie name", project.cookie_name],
-      ["Cookie domain", project.cookie_domain],
-      ["Kept cookies", project.cookie_whitelist || []],
-    ]),
-  ];
+  const mayChange = roleIn(project.organization_id) !== "member";
+  const editHash = `#/projects/${encodeURIComponent(project.id)}/edit`;
+  const sections = GROUPS.map((group) => {
+    let pairs = settingsWords(group, project);
+    if (group.id === "overview") {
+      pairs = [
+        ["Organization", organizationName(project.organization_id)],
+        ["Your role there", roleIn(project.organization_id)],
+        ["Id", project.id],
+        ...pairs,
+        ["Avatar address", project.avatar_url],
+        ["Created", when(project.created_at)],
+        ["Updated", when(project.updated_at)],
+      ];
+    }
+    const card = settings(`s-${group.id}`, group.title, pairs);
+    if (mayChange) {
+      card.append(h("p", { class: "card-actions" }, h("a", { href: `${editHash}?group=${group.id}`, class: "edit-group", text: `Edit ${inSentence(group.title)}` })));
+    }
+    return card;
+  });
   const domains = h("section", { class: "card wide", id: "domains", "aria-labelledby": "s-domains" }, h("h2", { id: "s-domains", text: "Domains" }));
   const revisions = h("section", { class: "card wide", id: "revisions", "aria-labelledby": "s-revisions" }, h("h2", { id: "s-revisions", text: "Proxy settings" }));
   show(
     h("p", { class: "crumbs" }, h("a", { href: "#/projects", text: "Projects" }), " / ", organizationName(project.organization_id)),
     h("h1", { text: project.slug }),
+    mayChange
+      ? h("p", { class: "toolbar" }, h("a", { href: editHash, class: "button", id: "edit-project-link", text: "Edit settings" }))
+      : readOnlyNote(project.organization_id, "changing or deleting one"),
     h("div", { class: "grid" }, sections),
     domains,
     revisions,
+    mayChange ? deleteProjectCard(project, etag, signal) : null,
   );
   await Promise.all([showDomains(project, domains, signal), showRevisions(project, revisions, signal)]);
 }

@@ -192,7 +192,15 @@ async fn projects_are_created_shown_changed_and_deleted_on_both_stores() {
             )
         );
         assert_eq!(fetched(&app, &token, &path).await.0, 200);
-        let deleted = run(&["projects", "delete", &id, "--yes"]).json();
+        // delete --if-match: a stale ETag deletes nothing; the current one does.
+        let out = run(&["projects", "delete", &id, "--yes", "--if-match", &etag]);
+        assert!(
+            failure(&out).contains("If-Match does not match"),
+            "{out:#?}"
+        );
+        assert_eq!(fetched(&app, &token, &path).await.0, 200);
+        let new_etag = new_etag.expect("an ETag");
+        let deleted = run(&["projects", "delete", &id, "--yes", "--if-match", &new_etag]).json();
         assert_eq!(
             deleted,
             json!({"object": "project", "id": id, "deleted": true})

@@ -8,6 +8,7 @@
 
 mod browser;
 mod domains;
+mod project_edits;
 mod projects;
 mod revision_edits;
 mod revisions;
