@@ -2,7 +2,7 @@
 // checking one now, adding and removing.
 
 import { api, query, roleIn } from "./api.js";
-import { confirmAction, copyButton, errorBox, h, notify, when } from "./dom.js";
+import { confirmAction, copyButton, errorBox, h, loadFailure, notify, when } from "./dom.js";
 import { endSessionOn, explain, organizationName } from "./session.js";
 
 const DOMAIN_STATUS = {
@@ -28,7 +28,7 @@ async function showDomains(project, section, signal) {
     } while (start);
   } catch (error) {
     if (error.name === "AbortError" || endSessionOn(error)) return;
-    section.replaceChildren(heading, errorBox(explain(error, "see the domains")));
+    section.replaceChildren(heading, loadFailure(explain(error, "see the domains"), () => showDomains(project, section, signal)));
     return;
   }
   const mayChange = roleIn(project.organization_id) !== "member";

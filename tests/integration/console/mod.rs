@@ -9,6 +9,7 @@
 mod browser;
 mod domains;
 mod projects;
+mod quality;
 mod revisions;
 mod teams;
 mod tokens;
