@@ -73,7 +73,7 @@ function domainItem(project, domain, mayChange, section, signal) {
       ? h(
           "div",
           { class: "toolbar" },
-          h("button", { type: "button", class: "check-now", text: "Check now", "aria-label": `Check ${domain.name} now`, onclick: () => checkDomain(project, domain, item, signal) }),
+          h("button", { type: "button", class: "check-now", text: "Check now", "aria-label": `Check now: ${domain.name}`, onclick: () => checkDomain(project, domain, item, signal) }),
           h("button", { type: "button", class: "danger remove-domain", text: `Remove ${domain.name}`, onclick: () => removeDomain(project, domain, section, signal) }),
         )
       : null,

@@ -119,8 +119,31 @@ async fn signed_out_pages_pass_the_audit_and_show_no_signed_in_links() {
 
 #[tokio::test]
 async fn signed_in_pages_pass_the_audit() {
+    let dns = crate::helpers::DnsServer::start();
     let sandbox = Sandbox::new();
-    let (server, token) = demo(&sandbox);
+    let resolver = dns.addr().to_string();
+    let (server, token) = demo_with(&sandbox, &["--dns-resolver", &resolver]);
+    let member = globex_member(&sandbox);
+    // A project page with all its parts: a domain (pending, its record
+    // and buttons), the edges' reports (one running, one failed).
+    let path = "/v1/projects/acme-shop/domains";
+    let (status, added) = api(
+        &server,
+        reqwest::Method::POST,
+        path,
+        &token,
+        json!({"name": "shop.acme.example"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{added}");
+    for report in [
+        json!({"name": "edge-a", "revision": 3, "status": "applied"}),
+        json!({"name": "edge-b", "revision": 2, "status": "failed", "error": "haproxy: no server"}),
+    ] {
+        let path = "/v1/projects/acme-shop/edges";
+        let (status, body) = api(&server, reqwest::Method::POST, path, &token, report).await;
+        assert_eq!(status, 200, "{body}");
+    }
     let (status, empty) = api(
         &server,
         reqwest::Method::POST,
@@ -146,7 +169,10 @@ async fn signed_in_pages_pass_the_audit() {
 
     browser.visit("/console#/projects/acme-shop").await;
     browser.element("ol.timeline").await;
-    browser.element("#domains form, #domains .domains").await;
+    browser
+        .element("#domains li[data-domain='shop.acme.example']")
+        .await;
+    browser.element("#revisions .edge.failed").await;
     browser.audit("project").await;
 
     browser.visit("/console#/projects/acme-shop/diff/1/3").await;
@@ -195,6 +221,25 @@ async fn signed_in_pages_pass_the_audit() {
     browser.element("#member-list").await;
     browser.sees("#invitations .empty", "No invitation").await;
     browser.audit("organization-new").await;
+
+    // A member's view: read only, and told why.
+    browser.click("#sign-out").await;
+    browser.sign_in(&member).await;
+    browser.visit("/console#/projects/globex-api").await;
+    browser
+        .sees("#revisions", "Your role in Globex is member")
+        .await;
+    browser
+        .sees("#domains", "Your role in Globex is member")
+        .await;
+    browser.audit("project-as-member").await;
+    browser
+        .visit(&format!("/console#/organizations/{GLOBEX}"))
+        .await;
+    browser
+        .sees("#members", "Your role in Globex is member")
+        .await;
+    browser.audit("organization-as-member").await;
 }
 
 #[tokio::test]
