@@ -272,11 +272,27 @@ impl Browser {
     }
 
     /// Saves a PNG of the window as `name`.png in the run's screenshot
-    /// folder (target/tmp/console-screenshots); answers its path.
+    /// folder (target/tmp/console-screenshots), secrets masked; answers
+    /// its path.
     pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {
         let folder = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
         std::fs::create_dir_all(&folder).expect("the screenshot folder");
+        // The secrets shown once (a new token, an invitation's link) sit
+        // in read-only fields: masked while captured, as the pictures are
+        // kept and published by CI.
+        self.run(
+            "window.__masked = [...document.querySelectorAll('input[readonly]')].map((field) => [field, field.value]);
+             for (const [field, value] of window.__masked) field.value = '•'.repeat(value.length);",
+            vec![],
+        )
+        .await;
         let png = self.client.screenshot().await.expect("a screenshot");
+        self.run(
+            "for (const [field, value] of window.__masked) field.value = value;
+             delete window.__masked;",
+            vec![],
+        )
+        .await;
         assert!(png.starts_with(b"\x89PNG"), "not a PNG");
         let path = folder.join(format!("{name}.png"));
         std::fs::write(&path, png).expect("the screenshot is saved");
