@@ -22,7 +22,8 @@ function viewAccept() {
     show(
       h("h1", { text: "Accept an invitation" }),
       h("p", { text: "This page needs the link of your invitation. Open the link from the invitation again; if it no longer works, ask an admin of the organization for a new one." }),
-      state.token ? h("p", {}, h("a", { href: "#/projects", text: "Go to your projects" })) : null,
+      // Signed out, the way on is signing in (the projects' address asks for it).
+      h("p", {}, h("a", { href: "#/projects", text: state.token ? "Go to your projects" : "Sign in to your account" })),
     );
     return;
   }

@@ -16,7 +16,7 @@
 
 import { takeInvitationFromAddress, viewAccept } from "./accept.js";
 import { TOKEN_KEY, api, state } from "./api.js";
-import { $, loading } from "./dom.js";
+import { $, h, loadFailure, loading, show } from "./dom.js";
 import { hashParams, route, setPages } from "./nav.js";
 import { viewOrganization, viewOrganizations } from "./organizations.js";
 import { viewEditProject, viewNewProject } from "./project-edit.js";
@@ -60,6 +60,13 @@ async function start() {
     route();
     return;
   }
+  await resume(token);
+}
+
+/** Signs in again with the token this tab kept: one the API refuses (401)
+ * is forgotten; any other failure (the service down, a reload during a
+ * restart) keeps it and offers to try again. */
+async function resume(token) {
   state.token = token;
   loading("your account");
   try {
@@ -67,6 +74,10 @@ async function start() {
     signedIn(body);
     route();
   } catch (error) {
+    if (error.status !== 401) {
+      show(h("h1", { text: "Signing in" }), loadFailure(explain(error), () => resume(token)));
+      return;
+    }
     forgetToken();
     if (hashParams().path === "/accept") route();
     else showSignIn(explain(error));

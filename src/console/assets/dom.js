@@ -64,6 +64,18 @@ function errorBox(text) {
   return h("div", { class: "error", role: "alert" }, h("strong", { text: "Not done. " }), text);
 }
 
+/** A page or a part of one that could not be read: why, and a way to
+ * try again (`retry`, which reads it anew). */
+function loadFailure(text, retry) {
+  return h(
+    "div",
+    { class: "error", role: "alert" },
+    h("strong", { text: "Not loaded. " }),
+    text,
+    h("p", {}, h("button", { type: "button", class: "retry", text: "Try again", onclick: retry })),
+  );
+}
+
 /** Asks before a change; answers whether the person confirmed. */
 function confirmAction(title, text, confirmLabel) {
   const dialog = $("confirm");
@@ -134,4 +146,4 @@ function clearFieldErrors(inputs) {
   }
 }
 
-export { $, clearFieldErrors, count, confirmAction, copyButton, errorBox, field, fieldErrors, h, loading, notify, settings, settingsList, show, when, yesNo };
+export { $, clearFieldErrors, count, confirmAction, copyButton, errorBox, field, fieldErrors, h, loadFailure, loading, notify, settings, settingsList, show, when, yesNo };

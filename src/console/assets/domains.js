@@ -2,7 +2,7 @@
 // checking one now, adding and removing.
 
 import { api, query, roleIn } from "./api.js";
-import { confirmAction, copyButton, errorBox, h, notify, when } from "./dom.js";
+import { confirmAction, copyButton, errorBox, h, loadFailure, notify, when } from "./dom.js";
 import { endSessionOn, explain, organizationName } from "./session.js";
 
 const DOMAIN_STATUS = {
@@ -28,7 +28,7 @@ async function showDomains(project, section, signal) {
     } while (start);
   } catch (error) {
     if (error.name === "AbortError" || endSessionOn(error)) return;
-    section.replaceChildren(heading, errorBox(explain(error, "see the domains")));
+    section.replaceChildren(heading, loadFailure(explain(error, "see the domains"), () => showDomains(project, section, signal)));
     return;
   }
   const mayChange = roleIn(project.organization_id) !== "member";
@@ -73,7 +73,7 @@ function domainItem(project, domain, mayChange, section, signal) {
       ? h(
           "div",
           { class: "toolbar" },
-          h("button", { type: "button", class: "check-now", text: "Check now", "aria-label": `Check ${domain.name} now`, onclick: () => checkDomain(project, domain, item, signal) }),
+          h("button", { type: "button", class: "check-now", text: "Check now", "aria-label": `Check now: ${domain.name}`, onclick: () => checkDomain(project, domain, item, signal) }),
           h("button", { type: "button", class: "danger remove-domain", text: `Remove ${domain.name}`, onclick: () => removeDomain(project, domain, section, signal) }),
         )
       : null,

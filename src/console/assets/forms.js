@@ -57,7 +57,7 @@ function rowList({ param, itemName, items, makeRow, blank, addLabel, onChange = 
     const made = makeRow(item, `row-${(rowIds += 1)}`);
     const row = {
       ...made,
-      title: h("h4", { class: "row-title" }),
+      title: h("h3", { class: "row-title" }),
       up: h("button", { type: "button", class: "row-up", text: "↑" }),
       down: h("button", { type: "button", class: "row-down", text: "↓" }),
       remove: h("button", { type: "button", class: "row-remove danger", text: "Remove" }),

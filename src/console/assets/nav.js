@@ -57,7 +57,7 @@ function route() {
     if (match) {
       const parts = match.slice(1).map(decodeURIComponent);
       view(parts, params, controller.signal).catch((error) => {
-        if (error.name !== "AbortError") pages.failed("Something went wrong", error);
+        if (error.name !== "AbortError") pages.failed("This page could not be loaded", error);
       });
       return;
     }

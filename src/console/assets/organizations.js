@@ -1,7 +1,7 @@
 // Teams: organizations, their members and invitations.
 
 import { api, createKeys, idempotencyKeyFor, query, roleIn, state } from "./api.js";
-import { clearFieldErrors, confirmAction, copyButton, errorBox, field, h, loading, notify, settings, show, when } from "./dom.js";
+import { clearFieldErrors, confirmAction, copyButton, errorBox, field, h, loadFailure, loading, notify, settings, show, when } from "./dom.js";
 import { go, pager, route } from "./nav.js";
 import { endSessionOn, explain, loadOrganizations, refreshMe, refusal } from "./session.js";
 
@@ -190,7 +190,7 @@ async function showMembers(page, section, start, signal) {
     ({ body } = await api("GET", `/v1/organizations/${encodeURIComponent(organization.id)}/users?${query({ limit: MEMBERS_PAGE, start_key: start })}`, { signal }));
   } catch (error) {
     if (error.name === "AbortError" || endSessionOn(error)) return;
-    section.replaceChildren(heading, errorBox(explain(error, "see the members", organization.id)));
+    section.replaceChildren(heading, loadFailure(explain(error, "see the members", organization.id), () => showMembers(page, section, start, signal)));
     return;
   }
   const problem = h("div", { class: "members-problem" });
@@ -398,13 +398,14 @@ async function listInvitations(page, list, signal, loaded = [], start = "") {
   const { organization } = page;
   let invitations = loaded;
   let more = "";
+  if (!loaded.length) list.replaceChildren(h("p", { class: "loading", role: "status", text: "Loading invitations…" }));
   try {
     const { body } = await api("GET", `/v1/invitations?${query({ organization_id: organization.id, limit: 100, start_key: start })}`, { signal });
     invitations = [...loaded, ...body.data];
     more = body.has_more ? body.last_key : "";
   } catch (error) {
     if (error.name === "AbortError" || endSessionOn(error)) return;
-    list.replaceChildren(errorBox(explain(error, "see the invitations", organization.id)));
+    list.replaceChildren(loadFailure(explain(error, "see the invitations", organization.id), () => listInvitations(page, list, signal, loaded, start)));
     return;
   }
   const problem = h("div", {});
@@ -440,7 +441,7 @@ async function listInvitations(page, list, signal, loaded = [], start = "") {
             h("thead", {}, h("tr", {}, ["Email", "Role", "Status", "Sent", "Expires", "Actions"].map((n) => h("th", { scope: "col", text: n })))),
             h("tbody", {}, rows),
           )
-        : h("p", { class: "empty", text: "No invitation waits to be accepted." }),
+        : h("p", { class: "empty", text: "No invitation waits to be accepted: invite someone with the form above." }),
       more ? h("button", { type: "button", text: "Load more invitations", onclick: () => listInvitations(page, list, signal, invitations, more) }) : null,
     ].filter((part) => part !== null),
   );

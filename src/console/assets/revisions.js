@@ -4,7 +4,7 @@
 // revision's preview shows too: revision-form.js).
 
 import { ApiError, api, query, roleIn } from "./api.js";
-import { $, confirmAction, count, errorBox, h, loading, notify, settingsList, show, yesNo } from "./dom.js";
+import { $, confirmAction, count, errorBox, h, loadFailure, loading, notify, settingsList, show, yesNo } from "./dom.js";
 import { go } from "./nav.js";
 import { backendKey, pairUp, reorderedRanks, routeKey, sameValue, verdictOf } from "./revision-diff.js";
 import { endSessionOn, explain, loadOrganizations, organizationName } from "./session.js";
@@ -40,12 +40,16 @@ async function showRevisions(project, section, signal, loaded = [], nextKey = ""
     }
   } catch (error) {
     if (error.name === "AbortError" || endSessionOn(error)) return;
-    section.replaceChildren(heading, errorBox(explain(error, "see the proxy settings")));
+    section.replaceChildren(heading, loadFailure(explain(error, "see the proxy settings"), () => showRevisions(project, section, signal, loaded, nextKey)));
     return;
   }
   const create = h("p", { class: "new-revision" }, h("a", { href: newRevisionHash(project.id), text: "New revision" }));
   if (!revisions.length) {
-    section.replaceChildren(heading, h("p", { class: "empty", text: "No proxy settings revision yet." }), create);
+    const next =
+      roleIn(project.organization_id) === "member"
+        ? "The edges serve nothing for it until an editor or an admin of its organization makes one."
+        : "The edges serve nothing for it until there is one: make the first (it is active at once).";
+    section.replaceChildren(heading, h("p", { class: "empty", text: `No proxy settings revision yet. ${next}` }), create);
     return;
   }
   const { edges, more: moreEdges } = await readEdges(project.id, signal);
@@ -392,11 +396,15 @@ const shownValue = (value) => (value === undefined ? "not set" : typeof value ==
  * the other side marked with "~" (and words for screen readers); `label`
  * names the side ("revision 3"). */
 function side(kind, item, other, label) {
-  if (!item) return h("div", { class: "side missing" }, h("p", { class: "muted", text: `not in ${label}` }));
+  // Which side this is, said on a phone where the sides stack (left above
+  // right) and "Left:"/"Right:" no longer tell.
+  const which = h("p", { class: "side-label", text: label[0].toUpperCase() + label.slice(1) });
+  if (!item) return h("div", { class: "side missing" }, which, h("p", { class: "muted", text: `not in ${label}` }));
   const fields = [...new Set([...Object.keys(MEMBERS[kind]), ...Object.keys(item), ...Object.keys(other || {})])];
   return h(
     "div",
     { class: "side" },
+    which,
     h(
       "ul",
       { class: "fields" },
@@ -436,7 +444,10 @@ function diffRows(kind, title, pairs, label, sides, level) {
     .filter(([, n]) => n)
     .map(([verdict, n]) => `${n} ${verdict}`)
     .join(", ");
-  return h("section", { class: "diff", "aria-label": title }, h(`h${level}`, { text: `${title}: ${summary || "none"}` }), rows);
+  // Named by its whole heading, not `title` alone: a new revision's form
+  // beside its preview has sections named "Backends" and "Routes" too.
+  const heading = `${title}: ${summary || "none"}`;
+  return h("section", { class: "diff", "aria-label": heading }, h(`h${level}`, { text: heading }), rows);
 }
 
 /** What changed from `from` to `to` by the rule the terminal shares

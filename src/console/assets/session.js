@@ -2,7 +2,7 @@
 // words (a page that could not load, a form's fields the API named).
 
 import { TOKEN_KEY, api, query, roleIn, state } from "./api.js";
-import { $, clearFieldErrors, errorBox, fieldErrors, h, notify, show } from "./dom.js";
+import { $, clearFieldErrors, errorBox, fieldErrors, h, loadFailure, notify, show } from "./dom.js";
 import { route } from "./nav.js";
 
 // Organizations read for names and the filter: up to 10 pages of 100.
@@ -52,11 +52,7 @@ function endSessionOn(error) {
 /** A view that could not load: what went wrong and a way to try again. */
 function failed(title, error) {
   if (endSessionOn(error)) return;
-  show(
-    h("h1", { text: title }),
-    errorBox(explain(error, "see this")),
-    h("p", {}, h("button", { type: "button", onclick: route, text: "Try again" })),
-  );
+  show(h("h1", { text: title }), loadFailure(explain(error, "see this"), route));
 }
 
 function forgetToken() {

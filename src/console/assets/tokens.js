@@ -54,7 +54,7 @@ async function viewTokens(_, params, signal) {
         h("thead", {}, h("tr", {}, ["Name", "Token", "Created", "Last used", "Expires", "Actions"].map((n) => h("th", { scope: "col", text: n })))),
         h("tbody", {}, rows),
       )
-    : h("p", { class: "empty", text: "No tokens." });
+    : h("p", { class: "empty", text: start ? "No more tokens." : "No token yet: create one above." });
   const full = body.data.length === PAGE_SIZE;
   show(
     h("h1", { text: "API tokens" }),

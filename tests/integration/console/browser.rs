@@ -7,10 +7,11 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::Duration;
 
 use fantoccini::elements::Element;
+use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
@@ -46,10 +47,18 @@ fn programs() -> Result<(PathBuf, PathBuf), String> {
 pub(crate) enum Screen {
     /// A laptop's window, 1280 x 900.
     Desktop,
-    /// A phone's, 390 x 844 (Chromium's device emulation: a headless
+    /// A small phone's, 360 x 800 (Chromium's device emulation: a headless
     /// window is never narrower than 500 px).
     Phone,
 }
+
+/// The widths every page is audited at ([`Browser::audit`]): a laptop's
+/// and the narrowest phone the console is made for (docs/console.md,
+/// "Quality").
+pub(crate) const AUDIT_WIDTHS: [u32; 2] = [1280, PHONE.0];
+
+/// The phone's viewport, width and height in CSS pixels.
+const PHONE: (u32, u32) = (360, 800);
 
 /// A browser for one test. The driver runs in a process group of its
 /// own, which its browser processes join; dropping this kills the whole
@@ -59,6 +68,7 @@ pub(crate) struct Browser {
     pub(crate) client: Client,
     base: String,
     driver: Child,
+    screen: Screen,
     _profile: TempDir,
 }
 
@@ -108,7 +118,7 @@ impl Browser {
         });
         if let Screen::Phone = screen {
             options["mobileEmulation"] = json!({
-                "deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 1, "touch": true},
+                "deviceMetrics": {"width": PHONE.0, "height": PHONE.1, "pixelRatio": 1, "touch": true},
             });
         }
         let capabilities = json!({ "goog:chromeOptions": options });
@@ -132,6 +142,7 @@ impl Browser {
             client,
             base: base.to_owned(),
             driver,
+            screen,
             _profile: profile,
         })
     }
@@ -261,21 +272,36 @@ impl Browser {
     }
 
     /// Saves a PNG of the window as `name`.png in the run's screenshot
-    /// folder (target/tmp/console-screenshots); answers its path.
+    /// folder (target/tmp/console-screenshots), secrets masked; answers
+    /// its path.
     pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {
         let folder = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
         std::fs::create_dir_all(&folder).expect("the screenshot folder");
+        // The secrets shown once (a new token, an invitation's link) sit
+        // in read-only fields: masked while captured, as the pictures are
+        // kept and published by CI.
+        self.run(
+            "window.__masked = [...document.querySelectorAll('input[readonly]')].map((field) => [field, field.value]);
+             for (const [field, value] of window.__masked) field.value = '•'.repeat(value.length);",
+            vec![],
+        )
+        .await;
         let png = self.client.screenshot().await.expect("a screenshot");
+        self.run(
+            "for (const [field, value] of window.__masked) field.value = value;
+             delete window.__masked;",
+            vec![],
+        )
+        .await;
         assert!(png.starts_with(b"\x89PNG"), "not a PNG");
         let path = folder.join(format!("{name}.png"));
         std::fs::write(&path, png).expect("the screenshot is saved");
         path
     }
 
-    /// Whether the page is wider than its window (a phone would scroll
-    /// sideways). The layout viewport's width (`clientWidth`), not
-    /// `innerWidth`: a phone's emulation zooms out to fit a page that is
-    /// too wide, and `innerWidth` grows with it, so it never tells.
+    /// Whether the page is wider than its layout viewport (a phone would
+    /// scroll sideways). Not `innerWidth`: a phone's browser zooms out to
+    /// fit a page wider than the screen, and its window widens with it.
     pub(crate) async fn overflows(&self) -> bool {
         self.run(
             "return document.documentElement.scrollWidth > document.documentElement.clientWidth",
@@ -283,6 +309,231 @@ impl Browser {
         )
         .await
             == json!(true)
+    }
+
+    /// Audits what is on screen at each of [`AUDIT_WIDTHS`]: axe-core's
+    /// accessibility rules (a `serious` or `critical` violation fails),
+    /// no sideways scrolling, and a full-page screenshot kept as
+    /// `NAME-1280.png` and `NAME-360.png` (see [`Browser::screenshot`]).
+    /// The page is left at the width it had. Wait for the state to audit
+    /// before calling it: it looks at the page as it is.
+    pub(crate) async fn audit(&self, name: &str) {
+        let mut problems = Vec::new();
+        for width in AUDIT_WIDTHS {
+            self.set_viewport(width, viewport_height(width)).await;
+            problems.extend(self.accessibility_problems(width).await);
+            if self.overflows().await {
+                let wide = self.run(STICKING_OUT, vec![]).await;
+                problems.push(format!(
+                    "at {width} px the page scrolls sideways; what sticks out: {wide}"
+                ));
+            }
+            self.full_page_screenshot(&format!("{name}-{width}"), width)
+                .await;
+        }
+        self.restore_viewport().await;
+        assert!(
+            problems.is_empty(),
+            "the audit of {name:?} found:\n{}",
+            problems.join("\n")
+        );
+    }
+
+    /// Sets the page's viewport to `width` x `height` CSS pixels within
+    /// this session (Chromium's device metrics, through chromedriver's
+    /// DevTools endpoint: WebDriver's window size stops at 500 px wide
+    /// headless), a phone's below 640 px (its viewport meta obeyed).
+    async fn set_viewport(&self, width: u32, height: u32) {
+        self.devtools(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 640}),
+        )
+        .await;
+        let seen = self
+            .run("return document.documentElement.clientWidth", vec![])
+            .await;
+        assert_eq!(seen, json!(width), "the viewport did not become {width} px");
+    }
+
+    /// Back to the screen the browser was opened with.
+    async fn restore_viewport(&self) {
+        match self.screen {
+            Screen::Desktop => {
+                self.devtools("Emulation.clearDeviceMetricsOverride", json!({}))
+                    .await;
+            }
+            Screen::Phone => self.set_viewport(PHONE.0, PHONE.1).await,
+        }
+    }
+
+    /// A Chrome DevTools Protocol command, sent through chromedriver's
+    /// own endpoint for it; answers its result.
+    async fn devtools(&self, cmd: &'static str, params: Value) -> Value {
+        self.client
+            .issue_cmd(DevTools { cmd, params })
+            .await
+            .unwrap_or_else(|e| panic!("{cmd}: {e}"))
+    }
+
+    /// axe-core's violations of the page as it is now, at `width`: a
+    /// readable line for each `serious` or `critical` one (rule, help and
+    /// the failing nodes' selectors); the others are printed, not failed.
+    /// Without axe-core installed, nothing (and a loud line), unless
+    /// `PROXYDECK_REQUIRE_BROWSER` is set, where that fails.
+    async fn accessibility_problems(&self, width: u32) -> Vec<String> {
+        let Some(axe) = axe_source() else {
+            return Vec::new();
+        };
+        // Injected through WebDriver's script execution (DevTools'
+        // evaluation, which the page's Content-Security-Policy does not
+        // govern): the console's policy stays as strict as it is served.
+        if self.run("return typeof window.axe", vec![]).await != json!("object") {
+            self.run(&format!("{axe}\n;return typeof window.axe"), vec![])
+                .await;
+        }
+        let found = self
+            .client
+            .execute_async(RUN_AXE, vec![])
+            .await
+            .unwrap_or_else(|e| panic!("axe-core did not run: {e}"));
+        if let Some(error) = found.get("error") {
+            panic!("axe-core failed: {error}");
+        }
+        let mut problems = Vec::new();
+        for violation in found.as_array().expect("axe-core's violations") {
+            let impact = violation["impact"].as_str().unwrap_or("unknown");
+            let nodes: Vec<String> = violation["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|node| {
+                    format!(
+                        "      {} ({})",
+                        node["target"],
+                        node["html"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            let line = format!(
+                "at {width} px, {impact}: {} ({}), {}\n{}",
+                violation["id"].as_str().unwrap_or("?"),
+                violation["help"].as_str().unwrap_or("?"),
+                violation["helpUrl"].as_str().unwrap_or(""),
+                nodes.join("\n")
+            );
+            if matches!(impact, "serious" | "critical") {
+                problems.push(line);
+            } else {
+                eprintln!("axe-core (not failing) {line}");
+            }
+        }
+        problems
+    }
+
+    /// Saves a PNG of the whole page (not only the window) as `name`.png
+    /// beside [`Browser::screenshot`]'s, at `width`: the viewport is made
+    /// as tall as the page for the capture, then set back.
+    async fn full_page_screenshot(&self, name: &str, width: u32) -> PathBuf {
+        let height = viewport_height(width);
+        let page = self
+            .run("return document.documentElement.scrollHeight", vec![])
+            .await;
+        let page = page.as_u64().expect("a height") as u32;
+        // A longer page is cut at MAX_CAPTURE.
+        let tall = page.clamp(height, MAX_CAPTURE);
+        self.set_viewport(width, tall).await;
+        let path = self.screenshot(name).await;
+        self.set_viewport(width, height).await;
+        path
+    }
+}
+
+/// The viewport's height at `width` when audited: the phone's at its
+/// width, else the desktop window's.
+fn viewport_height(width: u32) -> u32 {
+    if width == PHONE.0 { PHONE.1 } else { 900 }
+}
+
+/// The tallest full-page capture, in CSS pixels.
+const MAX_CAPTURE: u32 = 12_000;
+
+/// Runs axe-core on the document (its default rules: WCAG 2.0, 2.1 and
+/// 2.2 A and AA, and best practices) and answers its violations, each
+/// with its failing nodes.
+const RUN_AXE: &str = "const done = arguments[arguments.length - 1];
+axe.run(document, { resultTypes: ['violations'] })
+  .then((result) => done(result.violations.map((v) => ({
+    id: v.id, impact: v.impact, help: v.help, helpUrl: v.helpUrl,
+    nodes: v.nodes.map((n) => ({ target: n.target, html: n.html.slice(0, 160) })),
+  }))))
+  .catch((error) => done({ error: String(error && error.stack || error) }));";
+
+/// The innermost elements whose right edge passes the window's: what
+/// makes a page scroll sideways, as tag#id.class and width.
+const STICKING_OUT: &str = "const edge = document.documentElement.clientWidth + 0.5;
+const out = [...document.querySelectorAll('body *')].filter((e) => {
+  const box = e.getBoundingClientRect();
+  return box.right > edge && ![...e.children].some((c) => c.getBoundingClientRect().right > edge);
+});
+return out.slice(0, 8).map((e) => `${e.tagName.toLowerCase()}${e.id ? '#' + e.id : ''}${e.className ? '.' + String(e.className).split(' ').join('.') : ''} (${Math.round(e.getBoundingClientRect().width)} px)`).join(', ');";
+
+/// axe-core's script (tests/console-tools/, installed by `npm ci` there,
+/// as `.ci/run` does; `PROXYDECK_TEST_AXE` names another copy). `None`,
+/// with a loud line, when it is not installed; a failure instead when
+/// `PROXYDECK_REQUIRE_BROWSER` is set.
+fn axe_source() -> Option<&'static str> {
+    static SOURCE: OnceLock<Option<String>> = OnceLock::new();
+    SOURCE
+        .get_or_init(|| {
+            let path = std::env::var_os("PROXYDECK_TEST_AXE")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("tests/console-tools/node_modules/axe-core/axe.min.js")
+                });
+            match std::fs::read_to_string(&path) {
+                Ok(source) => Some(source),
+                Err(why) => {
+                    if std::env::var_os("PROXYDECK_REQUIRE_BROWSER").is_some() {
+                        panic!(
+                            "axe-core is required (PROXYDECK_REQUIRE_BROWSER) but {}: {why}; run npm ci --prefix tests/console-tools",
+                            path.display()
+                        );
+                    }
+                    eprintln!(
+                        "\n######## SKIPPED: the accessibility check (no axe-core at {}: {why}).\n######## npm ci --prefix tests/console-tools\n",
+                        path.display()
+                    );
+                    None
+                }
+            }
+        })
+        .as_deref()
+}
+
+/// A Chrome DevTools Protocol command through chromedriver's endpoint
+/// `POST /session/{id}/goog/cdp/execute`.
+#[derive(Debug)]
+struct DevTools {
+    cmd: &'static str,
+    params: Value,
+}
+
+impl WebDriverCompatibleCommand for DevTools {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session_id.expect("a session")
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (reqwest::Method, Option<String>) {
+        let body = json!({"cmd": self.cmd, "params": self.params});
+        (reqwest::Method::POST, Some(body.to_string()))
     }
 }
 

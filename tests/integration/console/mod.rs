@@ -10,6 +10,7 @@ mod browser;
 mod domains;
 mod project_edits;
 mod projects;
+mod quality;
 mod revision_edits;
 mod revisions;
 mod teams;

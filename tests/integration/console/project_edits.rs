@@ -180,7 +180,7 @@ async fn a_project_is_created_with_its_settings() {
         )
         .await;
     browser.run("window.scrollTo(0, 0)", vec![]).await;
-    browser.screenshot("project-new").await;
+    browser.audit("project-new").await;
     // Every flag and choice as the form shows it, to compare with what
     // the API makes of it (those left alone included).
     let shown = browser
@@ -314,7 +314,7 @@ async fn two_people_edit_one_project_and_nothing_is_lost() {
         browser.sees("h1", "Edit acme-shop").await;
         browser.element("#edit-project").await;
     }
-    first.screenshot("project-edit").await;
+    first.audit("project-edit").await;
     let (_, original, etag) = stored(&server, "acme-shop", &admin).await;
     record_requests(&first).await;
     record_requests(&second).await;
@@ -354,7 +354,7 @@ async fn two_people_edit_one_project_and_nothing_is_lost() {
     second
         .fill(&last_row("rate_limiting", "path"), "/login")
         .await;
-    second.screenshot("project-edit-rules").await;
+    second.audit("project-edit-rules").await;
     second.click("#save-project").await;
 
     // Told what changed meanwhile, member by member; nothing of theirs
@@ -406,7 +406,7 @@ async fn two_people_edit_one_project_and_nothing_is_lost() {
     second
         .sees("#save-project", "Save my changes over theirs")
         .await;
-    second.screenshot("project-conflict").await;
+    second.audit("project-conflict").await;
 
     // Saved again, deliberately: both people's changes are held.
     second.click("#save-project").await;
@@ -522,7 +522,7 @@ async fn a_refused_value_is_shown_at_its_field_and_changes_nothing() {
         )
         .await;
     assert_eq!(invalid.as_array().unwrap().len(), 3, "{invalid}");
-    browser.screenshot("project-refused").await;
+    browser.audit("project-refused").await;
     let (_, after, still) = stored(&server, "acme-shop", &token).await;
     assert_eq!((after, still), (before.clone(), etag));
 
@@ -597,7 +597,7 @@ async fn a_project_is_deleted_once_its_slug_is_typed() {
     .await;
     assert_eq!(status, 200, "{body}");
     browser.fill("#delete-slug", "acme-blog").await;
-    browser.screenshot("project-delete").await;
+    browser.audit("project-delete").await;
     record_requests(&browser).await;
     browser.click("#delete-confirm").await;
     browser

@@ -192,7 +192,7 @@ async fn a_phone_screen_and_the_keyboard_alone_are_enough() {
     browser.visit("/console").await;
     assert_eq!(
         browser.run("return window.innerWidth", vec![]).await,
-        json!(390)
+        json!(360)
     );
     // The token field has the focus; typing and Enter sign in.
     browser
@@ -210,7 +210,7 @@ async fn a_phone_screen_and_the_keyboard_alone_are_enough() {
     browser.element("#projects").await;
     assert!(
         !browser.overflows().await,
-        "the projects page scrolls sideways at 390 px"
+        "the projects page scrolls sideways at 360 px"
     );
     browser.screenshot("phone-projects").await;
 
@@ -249,14 +249,14 @@ async fn a_phone_screen_and_the_keyboard_alone_are_enough() {
     browser.sees("h1", &first).await;
     assert!(
         !browser.overflows().await,
-        "the project page scrolls sideways at 390 px"
+        "the project page scrolls sideways at 360 px"
     );
 
     browser.visit("/console#/projects/acme-shop/diff/1/3").await;
     browser.sees("h1", "revision 1 against revision 3").await;
     assert!(
         !browser.overflows().await,
-        "the diff scrolls sideways at 390 px"
+        "the diff scrolls sideways at 360 px"
     );
     browser.screenshot("phone-diff").await;
 }

@@ -121,7 +121,7 @@ async fn a_revision_is_built_checked_previewed_saved_activated_and_reported() {
         "form.revision-form .row-list[data-param='routes']",
     )
     .await;
-    browser.screenshot("revision-form").await;
+    browser.audit("revision-form").await;
 
     // Preview: each refusal next to its field; nothing stored.
     browser.click("form.revision-form .preview-button").await;
@@ -203,7 +203,7 @@ async fn a_revision_is_built_checked_previewed_saved_activated_and_reported() {
         )
         .await;
     scroll_to(&browser, "#preview").await;
-    browser.screenshot("revision-preview").await;
+    browser.audit("revision-preview").await;
     assert_eq!(revisions(&server, "acme-shop", &token).await.len(), 3);
 
     // The api route moved up twice, ahead of /assets/ (rank 1 both: the
@@ -290,7 +290,7 @@ async fn a_revision_is_built_checked_previewed_saved_activated_and_reported() {
         ]
     );
     browser.sees("#routes li[data-route='2']", "FR, DE").await;
-    browser.screenshot("revision").await;
+    browser.audit("revision").await;
 
     // Activated, by the choice of the person, after the confirmation.
     browser.click(".revision-actions button.activate").await;
