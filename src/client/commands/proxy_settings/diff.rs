@@ -10,7 +10,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::revisions::Document;
+use super::document::Document;
 use crate::client::connection::{self, Connection};
 use crate::client::http::ApiClient;
 use crate::client::names::PROJECT_HELP;

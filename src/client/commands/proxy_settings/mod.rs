@@ -3,6 +3,7 @@
 //! of them ([`diff`]), and who runs which ([`edges`]).
 
 mod diff;
+mod document;
 mod edges;
 mod revisions;
 

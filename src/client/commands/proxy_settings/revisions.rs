@@ -10,6 +10,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::diff::Diff;
+use super::document::Document;
 use crate::client::connection::{self, Connection};
 use crate::client::http::{ApiClient, Request, v1};
 use crate::client::listing::{ListKind, ListingArgs, Printer, list as list_pages};
@@ -20,21 +21,6 @@ use crate::client::object::{
 use crate::client::revision_read::{Project, fetch, revision_of};
 use crate::output::json::{Jq, Style, print_document};
 use crate::output::table::{self, Column};
-
-/// How one document is shown: `--json`, `--jq`.
-#[derive(Args)]
-pub struct Document {
-    /// Print the result as one JSON document (indented and coloured on a
-    /// terminal, one line when piped).
-    // The global flag's id and value ("" always): `proxydeck --json
-    // proxy-settings diff ...` works too.
-    #[arg(long, num_args = 0, default_missing_value = "")]
-    pub json: Option<String>,
-    /// Filter that JSON document with a jq program, such as
-    /// '.backends[].name' (strings print without quotes, as with jq -r).
-    #[arg(long, value_name = "EXPR")]
-    pub jq: Option<String>,
-}
 
 /// The revisions' table: their backends and routes counted.
 const LISTING: ListKind = ListKind {
