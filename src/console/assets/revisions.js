@@ -458,7 +458,7 @@ function diffRows(kind, title, pairs, label, sides, level) {
 function comparison(from, to, sides, level = 2) {
   const routes = pairUp(from.routes, to.routes, routeKey);
   return [
-    h("p", { class: "legend", text: `Left: ${sides[0]}. Right: ${sides[1]}. Marks: + added, − removed, ~ changed, = unchanged.` }),
+    h("p", { class: "legend", text: `Left (above, on a narrow screen): ${sides[0]}. Right: ${sides[1]}. Marks: + added, − removed, ~ changed, = unchanged.` }),
     diffRows("backend", "Backends", pairUp(from.backends, to.backends, backendKey), (backend) => backend.name, sides, level),
     diffRows("route", "Routes", routes, routeTitle, sides, level),
     ...reorderedRanks(routes).map((reordered) =>
