@@ -16,6 +16,13 @@
 //! API too); what they print is `output`'s. `cli` stands above `follow`,
 //! `follow` above `client`, `client` above `output`.
 
+// CI lints as it builds the tests (.ci/run, "lint and build the tests"):
+// clippy's driver compiles this package, asked with `--cfg
+// proxydeck_lint`. Should it stop doing so, the build fails here rather
+// than go on unlinted.
+#[cfg(all(proxydeck_lint, not(clippy)))]
+compile_error!("--cfg proxydeck_lint: this build must be compiled by clippy-driver (RUSTC_WORKSPACE_WRAPPER)");
+
 pub mod app;
 pub mod auth;
 pub mod cli;
