@@ -5,7 +5,7 @@
 // "Roll out…" form of a revision's page.
 
 import { api, idempotencyKeyFor, query, roleIn } from "./api.js";
-import { confirmAction, errorBox, field, h, loading, notify, settingsList, show, when } from "./dom.js";
+import { clearFieldErrors, confirmAction, errorBox, field, fieldErrors, h, loading, notify, settingsList, show, when } from "./dom.js";
 import { go } from "./nav.js";
 import { projectCrumbs, projectPath, revisionHash } from "./revisions.js";
 import { endSessionOn, explain, loadOrganizations, organizationName } from "./session.js";
@@ -207,6 +207,8 @@ function rolloutPanel(project, first, signal, { own = false } = {}) {
     schedule();
   }
   function schedule() {
+    // One chain of timers, however many reads end at once.
+    stop();
     if (signal.aborted || ENDED.has(rollout.state)) return;
     let left = REREAD_MS;
     const step = () => {
@@ -348,11 +350,12 @@ function rollOutForm(project, revision, signal, close) {
 }
 
 async function startRollout(project, revision, form, inputs, said, signal) {
-  for (const input of Object.values(inputs)) input.removeAttribute("aria-invalid");
+  clearFieldErrors(inputs);
   const stages = parseStages(inputs.stages.value);
   if (!stages) {
     inputs.stages.setAttribute("aria-invalid", "true");
-    said.replaceChildren(errorBox("Stages: write numbers of edges or shares of them, comma-separated, such as 1, 10%, 50%, 100%."));
+    fieldErrors.get(inputs.stages).textContent = "Write numbers of edges or shares of them, comma-separated, such as 1, 10%, 50%, 100%.";
+    said.replaceChildren();
     return;
   }
   const body = {
@@ -378,7 +381,12 @@ async function startRollout(project, revision, form, inputs, said, signal) {
       return;
     }
     const byName = { stages: inputs.stages, bake_seconds: inputs.bake, min_healthy_percent: inputs.minHealthy, max_failures: inputs.maxFailures };
-    for (const param of error.body?.error?.params || []) byName[param.param.split(/[.[]/)[0]]?.setAttribute("aria-invalid", "true");
+    for (const param of error.body?.error?.params || []) {
+      const input = byName[param.param.split(/[.[]/)[0]];
+      if (!input) continue;
+      input.setAttribute("aria-invalid", "true");
+      fieldErrors.get(input).textContent = `${param.param}: ${param.message}`;
+    }
     said.replaceChildren(errorBox(explain(error, "roll out revisions", project.organization_id)));
   }
 }
@@ -404,4 +412,4 @@ async function inProgress(project, error, signal) {
   );
 }
 
-export { parseStages, rollOutControl, rolloutHash, showRollouts, viewRollout };
+export { rollOutControl, rolloutHash, showRollouts, viewRollout };

@@ -39,7 +39,15 @@ async fn report(app: &TestApp, token: &str, name: &str, revision: u32, status: &
     if status == "failed" {
         body["error"] = json!("no backend answers");
     }
-    let (code, answer, _) = send(app, Method::POST, "/v1/projects/site/edges", token, &[], Some(&body)).await;
+    let (code, answer, _) = send(
+        app,
+        Method::POST,
+        "/v1/projects/site/edges",
+        token,
+        &[],
+        Some(&body),
+    )
+    .await;
     assert_eq!(code, 200, "{answer}");
 }
 
@@ -60,7 +68,10 @@ async fn until_at(app: &TestApp, token: &str, number: u64, state: &str, stage: u
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("rollout {number} never reached {state} at stage {stage}: {}", rollout(app, token, number).await);
+    panic!(
+        "rollout {number} never reached {state} at stage {stage}: {}",
+        rollout(app, token, number).await
+    );
 }
 
 /// The client with `args` as ada, started now and waited for on a thread
@@ -88,13 +99,26 @@ async fn a_rollout_is_started_shown_listed_and_steered() {
     let run = |args: &[&str]| client(&app, &token, cwd.path(), args);
 
     // No rollout yet: status says how to start one.
-    run(&["proxy-settings", "rollout", "status", "site"]).error(&["no rollout yet", "rollout start"]);
+    run(&["proxy-settings", "rollout", "status", "site"])
+        .error(&["no rollout yet", "rollout start"]);
 
     // Started, piped: the rollout the API made, with the plan as given.
     let started = run(&[
-        "proxy-settings", "rollout", "start", "site", "2",
-        "--stages", "1,100%", "--bake", "1h", "--min-healthy", "50",
-        "--max-failures", "1", "--report-timeout", "5m",
+        "proxy-settings",
+        "rollout",
+        "start",
+        "site",
+        "2",
+        "--stages",
+        "1,100%",
+        "--bake",
+        "1h",
+        "--min-healthy",
+        "50",
+        "--max-failures",
+        "1",
+        "--report-timeout",
+        "5m",
     ])
     .json();
     assert_eq!(started["number"], json!(1), "{started}");
@@ -103,7 +127,11 @@ async fn a_rollout_is_started_shown_listed_and_steered() {
     assert_eq!(started["state"], json!("running"));
     assert_eq!(started["stage"], json!(1));
     let plan = &started["plan"];
-    assert_eq!(plan["stages"], json!([{"edges": 1}, {"percent": 100}]), "{plan}");
+    assert_eq!(
+        plan["stages"],
+        json!([{"edges": 1}, {"percent": 100}]),
+        "{plan}"
+    );
     assert_eq!(plan["bake_seconds"], json!(3600));
     assert_eq!(plan["min_healthy_percent"], json!(50));
     assert_eq!(plan["max_failures"], json!(1));
@@ -112,19 +140,50 @@ async fn a_rollout_is_started_shown_listed_and_steered() {
     // Status: the newest by default, the API's rollout as it stands.
     let shown = run(&["proxy-settings", "rollout", "status", "site"]).json();
     assert_eq!(shown, rollout(&app, &token, 1).await);
-    assert_eq!(run(&["proxy-settings", "rollout", "status", "site", "1", "--jq", ".state"]).stdout, "running\n");
+    assert_eq!(
+        run(&[
+            "proxy-settings",
+            "rollout",
+            "status",
+            "site",
+            "1",
+            "--jq",
+            ".state"
+        ])
+        .stdout,
+        "running\n"
+    );
 
     // The readable view: state, stage 1 of 2, the bake's time left, the
     // canary first with its health.
     let url = app.url("");
-    let env = [("PROXYDECK_URL", url.as_str()), ("PROXYDECK_TOKEN", token.as_str())];
-    let out = on_terminal(cwd.path(), &["proxy-settings", "rollout", "status", "site"], &env, 120);
+    let env = [
+        ("PROXYDECK_URL", url.as_str()),
+        ("PROXYDECK_TOKEN", token.as_str()),
+    ];
+    let out = on_terminal(
+        cwd.path(),
+        &["proxy-settings", "rollout", "status", "site"],
+        &env,
+        120,
+    );
     assert!(out.status.success(), "{out:#?}");
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert_eq!(lines[0], "rollout 1 of revision 2 (from 1): running", "{}", out.stdout);
-    assert!(lines[1].starts_with("stage 1 of 2: bake 59 m "), "{}", out.stdout);
+    assert_eq!(
+        lines[0], "rollout 1 of revision 2 (from 1): running",
+        "{}",
+        out.stdout
+    );
+    assert!(
+        lines[1].starts_with("stage 1 of 2: bake 59 m "),
+        "{}",
+        out.stdout
+    );
     assert!(lines[1].ends_with(" left of 1 h 00 m"), "{}", out.stdout);
-    assert_eq!(lines[2], "healthy: 0 of 1 edges so far (needs 1); failures tolerated: 1");
+    assert_eq!(
+        lines[2],
+        "healthy: 0 of 1 edges so far (needs 1); failures tolerated: 1"
+    );
     assert_eq!(lines[3], "stage 1 (1 edge): current");
     assert!(lines[4].starts_with("  edge-a  pending"), "{}", out.stdout);
     assert!(lines[4].ends_with("canary"), "{}", out.stdout);
@@ -141,7 +200,12 @@ async fn a_rollout_is_started_shown_listed_and_steered() {
 
     // A member reads but may not steer.
     let bob = app.token("bob").await;
-    let as_bob = client(&app, &bob, cwd.path(), &["proxy-settings", "rollout", "pause", "site"]);
+    let as_bob = client(
+        &app,
+        &bob,
+        cwd.path(),
+        &["proxy-settings", "rollout", "pause", "site"],
+    );
     as_bob.error(&[]);
     assert_eq!(rollout(&app, &token, 1).await["state"], json!("running"));
 
@@ -165,7 +229,16 @@ async fn a_rollout_is_started_shown_listed_and_steered() {
     run(&["proxy-settings", "rollout", "resume", "site"]).error(&[]);
 
     // Listed: every rollout, newest first, as the API lists them.
-    run(&["proxy-settings", "rollout", "start", "site", "3", "--stages", "100%"]).json();
+    run(&[
+        "proxy-settings",
+        "rollout",
+        "start",
+        "site",
+        "3",
+        "--stages",
+        "100%",
+    ])
+    .json();
     let (_, page) = app.get_json("/v1/projects/site/rollouts", &token).await;
     let listed = run(&["proxy-settings", "rollout", "list", "site"]).json();
     assert_eq!(listed, page["data"]);
@@ -173,7 +246,15 @@ async fn a_rollout_is_started_shown_listed_and_steered() {
     let out = run(&["proxy-settings", "rollout", "list", "site", "-o", "table"]);
     let rows = table(
         &out.stdout,
-        &["ROLLOUT", "REVISION", "STATE", "STAGE", "FROM", "CREATED (UTC)", "REASON"],
+        &[
+            "ROLLOUT",
+            "REVISION",
+            "STATE",
+            "STAGE",
+            "FROM",
+            "CREATED (UTC)",
+            "REASON",
+        ],
     );
     assert_eq!(column(&rows, 0), ["2", "1"]);
     assert_eq!(column(&rows, 2), ["running", "aborted"]);
@@ -185,12 +266,30 @@ async fn a_rollout_is_started_shown_listed_and_steered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_ends_with_success() {
     let (app, token, cwd) = served().await;
-    let first = client(&app, &token, cwd.path(), &[
-        "proxy-settings", "rollout", "start", "site", "2", "--stages", "1,100%", "--bake", "0s",
-    ])
+    let first = client(
+        &app,
+        &token,
+        cwd.path(),
+        &[
+            "proxy-settings",
+            "rollout",
+            "start",
+            "site",
+            "2",
+            "--stages",
+            "1,100%",
+            "--bake",
+            "0s",
+        ],
+    )
     .json();
     let number = first["number"].as_u64().unwrap();
-    let watch = started(&app, &token, cwd.path(), &["proxy-settings", "rollout", "status", "site", "--watch"]);
+    let watch = started(
+        &app,
+        &token,
+        cwd.path(),
+        &["proxy-settings", "rollout", "status", "site", "--watch"],
+    );
     // The canary goes first; the other once the canary is healthy.
     report(&app, &token, "edge-a", 2, "applied", true).await;
     until_at(&app, &token, number, "running", 2).await;
@@ -203,8 +302,14 @@ async fn a_watch_ends_with_success() {
     assert_eq!(last["state"], json!("succeeded"), "{}", out.stdout);
     assert_eq!(*last, rollout(&app, &token, number).await);
     // Each line is a change: no two alike one after the other.
-    assert!(lines.windows(2).all(|pair| pair[0] != pair[1]), "{}", out.stdout);
-    let (_, active) = app.get_json("/v1/projects/site/proxy-settings/2", &token).await;
+    assert!(
+        lines.windows(2).all(|pair| pair[0] != pair[1]),
+        "{}",
+        out.stdout
+    );
+    let (_, active) = app
+        .get_json("/v1/projects/site/proxy-settings/2", &token)
+        .await;
     assert_eq!(active["is_active"], json!(true), "{active}");
 }
 
@@ -214,11 +319,25 @@ async fn a_watch_ends_with_success() {
 async fn a_watch_ends_with_the_rollback_or_the_abort() {
     let (app, token, cwd) = served().await;
     let url = app.url("");
-    let env = [("PROXYDECK_URL", url.clone()), ("PROXYDECK_TOKEN", token.clone())];
+    let env = [
+        ("PROXYDECK_URL", url.clone()),
+        ("PROXYDECK_TOKEN", token.clone()),
+    ];
     let dir = cwd.path().to_owned();
     let watch = tokio::task::spawn_blocking(move || {
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let args = ["proxy-settings", "rollout", "start", "site", "2", "--stages", "1,100%", "--bake", "1h", "--watch"];
+        let args = [
+            "proxy-settings",
+            "rollout",
+            "start",
+            "site",
+            "2",
+            "--stages",
+            "1,100%",
+            "--bake",
+            "1h",
+            "--watch",
+        ];
         on_terminal(&dir, &args, &env, 120)
     });
     let number = loop {
@@ -236,16 +355,55 @@ async fn a_watch_ends_with_the_rollback_or_the_abort() {
     // The last frame: the state, the reason, the failed edge's report,
     // then the one error line.
     let last = out.stdout.rsplit("\x1b[2J").next().unwrap();
-    assert!(last.starts_with("rollout 1 of revision 2 (from 1): rolled back\n"), "{last}");
+    assert!(
+        last.starts_with("rollout 1 of revision 2 (from 1): rolled back\n"),
+        "{last}"
+    );
     assert!(last.contains("every edge is back on revision 1"), "{last}");
-    assert!(last.contains(&format!("reason: {}", text_of(&ended["reason"]))), "{last}");
-    assert!(last.contains("edge-a on revision 2: failed: no backend answers"), "{last}");
-    assert!(last.trim_end().ends_with("error: rollout 1 was rolled back"), "{last}");
+    assert!(
+        last.contains(&format!("reason: {}", text_of(&ended["reason"]))),
+        "{last}"
+    );
+    assert!(
+        last.contains("edge-a on revision 2: failed: no backend answers"),
+        "{last}"
+    );
+    assert!(
+        last.trim_end()
+            .ends_with("error: rollout 1 was rolled back"),
+        "{last}"
+    );
 
     // Aborted while watched: 6.
-    let second = client(&app, &token, cwd.path(), &["proxy-settings", "rollout", "start", "site", "3", "--bake", "1h"]).json();
+    let second = client(
+        &app,
+        &token,
+        cwd.path(),
+        &[
+            "proxy-settings",
+            "rollout",
+            "start",
+            "site",
+            "3",
+            "--bake",
+            "1h",
+        ],
+    )
+    .json();
     let number = second["number"].as_u64().unwrap();
-    let watch = started(&app, &token, cwd.path(), &["proxy-settings", "rollout", "status", "site", &number.to_string(), "--watch"]);
+    let watch = started(
+        &app,
+        &token,
+        cwd.path(),
+        &[
+            "proxy-settings",
+            "rollout",
+            "status",
+            "site",
+            &number.to_string(),
+            "--watch",
+        ],
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (status, body, _) = send(
         &app,
@@ -260,5 +418,8 @@ async fn a_watch_ends_with_the_rollback_or_the_abort() {
     let out = watch.await.unwrap();
     assert_eq!(out.status.code(), Some(6), "{out:#?}");
     assert_eq!(json_lines(&out).last().unwrap()["state"], json!("aborted"));
-    assert_eq!(out.stderr.trim(), format!("error: rollout {number} was aborted"));
+    assert_eq!(
+        out.stderr.trim(),
+        format!("error: rollout {number} was aborted")
+    );
 }

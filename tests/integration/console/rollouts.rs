@@ -10,7 +10,14 @@ use super::*;
 /// An edge's report (reportEdge) on acme-shop.
 async fn report(server: &Server, token: &str, name: &str, revision: u32, canary: bool) {
     let body = json!({"name": name, "revision": revision, "status": "applied", "canary": canary});
-    let (status, answer) = api(server, reqwest::Method::POST, "/v1/projects/acme-shop/edges", token, body).await;
+    let (status, answer) = api(
+        server,
+        reqwest::Method::POST,
+        "/v1/projects/acme-shop/edges",
+        token,
+        body,
+    )
+    .await;
     assert_eq!(status, 200, "{answer}");
 }
 
@@ -43,33 +50,67 @@ async fn a_rollout_is_started_from_a_revision_followed_and_promoted_to_its_end()
     browser.sees("#rollouts", "No rollout yet").await;
 
     // Roll out revision 2: a bake long enough that only a promotion moves it.
-    browser.visit("/console#/projects/acme-shop/revisions/2").await;
+    browser
+        .visit("/console#/projects/acme-shop/revisions/2")
+        .await;
     browser.click(".revision-actions .roll-out-open").await;
     browser.fill("#rollout-stages", "1, 100%").await;
     browser.fill("#rollout-bake", "3600").await;
-    browser.click("form.roll-out-form button[type=submit]").await;
+    browser
+        .click("form.roll-out-form button[type=submit]")
+        .await;
     browser.sees("h1", "acme-shop: rollout 1").await;
-    browser.sees("#notice", "Rollout 1 of revision 2 started: stage 1 of 2.").await;
+    browser
+        .sees("#notice", "Rollout 1 of revision 2 started: stage 1 of 2.")
+        .await;
     let started = rollout(&server, &token, 1).await;
     assert_eq!(started["state"], json!("running"), "{started}");
-    assert_eq!(started["plan"]["stages"], json!([{"edges": 1}, {"percent": 100}]));
+    assert_eq!(
+        started["plan"]["stages"],
+        json!([{"edges": 1}, {"percent": 100}])
+    );
     assert_eq!(started["plan"]["bake_seconds"], json!(3600));
 
     // Stage 1 of 2, its bake counting down, the canary pending, then
     // healthy once it reports revision 2.
-    browser.sees(".rollout-standing", "Stage 1 of 2: bake 59 min").await;
-    browser.sees(".stage[data-stage='1'] .edge[data-edge='edge-eu-1']", "… pending").await;
-    browser.sees(".stage[data-stage='2'] .edge[data-edge='edge-us-1']", "… pending").await;
+    browser
+        .sees(".rollout-standing", "Stage 1 of 2: bake 59 min")
+        .await;
+    browser
+        .sees(
+            ".stage[data-stage='1'] .edge[data-edge='edge-eu-1']",
+            "… pending",
+        )
+        .await;
+    browser
+        .sees(
+            ".stage[data-stage='2'] .edge[data-edge='edge-us-1']",
+            "… pending",
+        )
+        .await;
     report(&server, &token, "edge-eu-1", 2, true).await;
-    browser.sees(".stage[data-stage='1'] .edge[data-edge='edge-eu-1']", "✓ healthy").await;
-    browser.sees(".rollout-health", "Healthy: 1 of 1 edges so far (needs 1)").await;
+    browser
+        .sees(
+            ".stage[data-stage='1'] .edge[data-edge='edge-eu-1']",
+            "✓ healthy",
+        )
+        .await;
+    browser
+        .sees(".rollout-health", "Healthy: 1 of 1 edges so far (needs 1)")
+        .await;
     browser.audit("rollout").await;
 
     // A second rollout is refused, with a link to this one.
-    browser.visit("/console#/projects/acme-shop/revisions/1").await;
+    browser
+        .visit("/console#/projects/acme-shop/revisions/1")
+        .await;
     browser.click(".revision-actions .roll-out-open").await;
-    browser.click("form.roll-out-form button[type=submit]").await;
-    browser.sees(".roll-out-status .error", "Not started.").await;
+    browser
+        .click("form.roll-out-form button[type=submit]")
+        .await;
+    browser
+        .sees(".roll-out-status .error", "Not started.")
+        .await;
     browser.click(".roll-out-status a.running-rollout").await;
     browser.sees("h1", "acme-shop: rollout 1").await;
 
@@ -77,16 +118,25 @@ async fn a_rollout_is_started_from_a_revision_followed_and_promoted_to_its_end()
     browser.click(".rollout-actions .rollout-promote").await;
     browser.sees(".rollout-standing", "Stage 2 of 2").await;
     assert_eq!(rollout(&server, &token, 1).await["stage"], json!(2));
-    browser.sees(".rollout-actions .rollout-promote", "Promote: activate now").await;
+    browser
+        .sees(".rollout-actions .rollout-promote", "Promote: activate now")
+        .await;
     browser.click(".rollout-actions .rollout-promote").await;
-    browser.sees(".rollout-standing", "Succeeded: revision 2 is active.").await;
+    browser
+        .sees(".rollout-standing", "Succeeded: revision 2 is active.")
+        .await;
     assert!(browser.texts(".rollout-actions button").await.is_empty());
-    assert_eq!(rollout(&server, &token, 1).await["state"], json!("succeeded"));
+    assert_eq!(
+        rollout(&server, &token, 1).await["state"],
+        json!("succeeded")
+    );
     assert_eq!(active_revision(&server, "acme-shop", &token).await, 2);
 
     // The project's page: the last rollout, linking to its page.
     browser.visit("/console#/projects/acme-shop").await;
-    browser.sees("#rollouts .rollout h3", "Rollout 1: revision 2, succeeded").await;
+    browser
+        .sees("#rollouts .rollout h3", "Rollout 1: revision 2, succeeded")
+        .await;
 }
 
 #[tokio::test]
@@ -108,22 +158,36 @@ async fn a_member_follows_a_rollout_without_buttons_and_an_abort_rolls_back() {
         return;
     };
     browser.sign_in(&member).await;
-    browser.visit("/console#/projects/globex-api/rollouts/1").await;
+    browser
+        .visit("/console#/projects/globex-api/rollouts/1")
+        .await;
     browser.sees(".rollout-standing", "Stage 1 of 1").await;
-    browser.sees(".rollout", "Your role in Globex is member").await;
+    browser
+        .sees(".rollout", "Your role in Globex is member")
+        .await;
     assert!(browser.texts(".rollout-actions button").await.is_empty());
     // No "Roll out…" on a revision's page either.
-    browser.visit("/console#/projects/globex-api/revisions/1").await;
+    browser
+        .visit("/console#/projects/globex-api/revisions/1")
+        .await;
     browser.sees("h1", "globex-api: revision 1").await;
     assert!(browser.texts(".roll-out-open").await.is_empty());
 
     // The editor aborts, after the confirmation: every edge back.
+    browser.click("#sign-out").await;
     browser.sign_in(&token).await;
-    browser.visit("/console#/projects/globex-api/rollouts/1").await;
+    browser
+        .visit("/console#/projects/globex-api/rollouts/1")
+        .await;
     browser.click(".rollout-actions .rollout-abort").await;
     browser.sees("#confirm-title", "Abort rollout 1?").await;
     browser.click("#confirm-ok").await;
-    browser.sees(".rollout-standing", "Aborted: every edge is back on revision").await;
+    browser
+        .sees(
+            ".rollout-standing",
+            "Aborted: every edge is back on revision",
+        )
+        .await;
     let response = server
         .client
         .get(server.url("/v1/projects/globex-api/rollouts/1"))

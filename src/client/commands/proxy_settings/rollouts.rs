@@ -8,7 +8,7 @@
 //! that a script tells a health failure from a person's abort and both
 //! from success (0) or another failure (1).
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -18,10 +18,10 @@ use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::client::connection::{self, Connection};
+use crate::client::connection::Connection;
 use crate::client::http::{ApiClient, Refused, Request, v1};
 use crate::client::listing::{ListKind, ProjectListing};
-use crate::client::names::{PROJECT_HELP, resolve_project};
+use crate::client::names::PROJECT_HELP;
 use crate::client::object::{
     ObjectKind, ObjectShape, Precondition, Session, confirm, create as create_request,
 };
@@ -277,7 +277,10 @@ async fn start(args: Start) -> anyhow::Result<()> {
         ("bake_seconds", args.bake.map(Value::from)),
         ("min_healthy_percent", args.min_healthy.map(Value::from)),
         ("max_failures", args.max_failures.map(Value::from)),
-        ("report_timeout_seconds", args.report_timeout.map(Value::from)),
+        (
+            "report_timeout_seconds",
+            args.report_timeout.map(Value::from),
+        ),
     ];
     plan.extend(
         given
@@ -474,16 +477,14 @@ async fn follow(
             continue;
         }
         // A change, or a second gone by, whichever comes first.
-        if let Ok(said) = tokio::time::timeout(REDRAW, changed.recv()).await {
-            if let Some(Err(error)) = said {
-                // Reads every second still see it to its end.
-                if std::io::stderr().is_terminal() || lines.is_some() {
-                    eprintln!("note: {}; reading the rollout every second", error);
-                }
-                feed_open = false;
-            } else if said.is_none() {
+        match tokio::time::timeout(REDRAW, changed.recv()).await {
+            Err(_) | Ok(Some(Ok(()))) => {}
+            Ok(Some(Err(error))) => {
+                // The reads every second still see it to its end.
+                eprintln!("note: {error}; reading the rollout every second");
                 feed_open = false;
             }
+            Ok(None) => feed_open = false,
         }
     }
 }
@@ -556,7 +557,11 @@ fn view(rollout: &Value, now: OffsetDateTime) -> String {
             let mut line = format!("stage {stage} of {total}");
             match elapsed {
                 Some(elapsed) if elapsed < bake => {
-                    line.push_str(&format!(": bake {} left of {}", span(bake - elapsed), span(bake)));
+                    line.push_str(&format!(
+                        ": bake {} left of {}",
+                        span(bake - elapsed),
+                        span(bake)
+                    ));
                 }
                 Some(elapsed) => {
                     line.push_str(&format!(
@@ -591,7 +596,9 @@ fn view(rollout: &Value, now: OffsetDateTime) -> String {
     if !rollout["reason"].is_null() {
         out.push_str(&format!("reason: {}\n", cell("reason")));
     }
-    let failed = rollout["failed_edges"].as_array().map_or(&[][..], Vec::as_slice);
+    let failed = rollout["failed_edges"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
     if !failed.is_empty() {
         out.push_str("failed edges:\n");
         for edge in failed {
@@ -610,6 +617,13 @@ fn view(rollout: &Value, now: OffsetDateTime) -> String {
             ));
         }
     }
+    // One column of names for every stage's edges.
+    let width = stages
+        .iter()
+        .flat_map(|s| s["edges"].as_array().map_or(&[][..], Vec::as_slice))
+        .map(|e| table::cell(&e["name"]).chars().count())
+        .max()
+        .unwrap_or(0);
     for (i, planned) in planned.iter().enumerate() {
         let number = i as u64 + 1;
         let served = stages.iter().find(|s| s["number"].as_u64() == Some(number));
@@ -626,11 +640,6 @@ fn view(rollout: &Value, now: OffsetDateTime) -> String {
             continue;
         }
         out.push('\n');
-        let width = edges
-            .iter()
-            .map(|e| table::cell(&e["name"]).chars().count())
-            .max()
-            .unwrap_or(0);
         for edge in edges {
             let mut line = format!(
                 "  {:width$}  {:8}",
@@ -647,7 +656,13 @@ fn view(rollout: &Value, now: OffsetDateTime) -> String {
             out.push('\n');
         }
     }
-    printable(out.trim_end()).into_owned()
+    // Line by line: the server's text may hold control characters, ours
+    // are the line ends.
+    out.trim_end()
+        .lines()
+        .map(printable)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]
