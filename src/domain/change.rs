@@ -41,10 +41,18 @@ pub enum ChangeKind {
     DomainUpdated,
     #[serde(rename = "domain.deleted")]
     DomainDeleted,
+    /// A rollout began (docs/rollouts.md): edges of its first stage run
+    /// its revision.
+    #[serde(rename = "rollout.created")]
+    RolloutCreated,
+    /// A rollout's step: a stage reached, paused, resumed, succeeded,
+    /// rolled back, aborted. Edges read their target again.
+    #[serde(rename = "rollout.updated")]
+    RolloutUpdated,
 }
 
 impl ChangeKind {
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::ProjectCreated,
         Self::ProjectUpdated,
         Self::ProjectDeleted,
@@ -55,6 +63,8 @@ impl ChangeKind {
         Self::DomainCreated,
         Self::DomainUpdated,
         Self::DomainDeleted,
+        Self::RolloutCreated,
+        Self::RolloutUpdated,
     ];
 
     /// The name on the wire and in the store.
@@ -70,6 +80,8 @@ impl ChangeKind {
             Self::DomainCreated => "domain.created",
             Self::DomainUpdated => "domain.updated",
             Self::DomainDeleted => "domain.deleted",
+            Self::RolloutCreated => "rollout.created",
+            Self::RolloutUpdated => "rollout.updated",
         }
     }
 
@@ -138,6 +150,10 @@ pub struct Change {
     /// The domain's name, for a domain's change.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
+    /// The rollout's number, for a rollout's change (`revision` is its
+    /// revision).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<u32>,
     /// The object's version after the change: its ETag's value.
     pub version: i64,
     /// The organization's number, for deciding who may see the change.

@@ -42,7 +42,9 @@ impl FeedChange {
                 ChangeKind::ProxySettingsCreated
                 | ChangeKind::ProxySettingsUpdated
                 | ChangeKind::ProxySettingsActivated
-                | ChangeKind::ProxySettingsDeactivated,
+                | ChangeKind::ProxySettingsDeactivated
+                | ChangeKind::RolloutCreated
+                | ChangeKind::RolloutUpdated,
             ) => Subject::Revision,
             Some(
                 ChangeKind::DomainCreated | ChangeKind::DomainUpdated | ChangeKind::DomainDeleted,

@@ -63,6 +63,8 @@ impl Reports {
                 None => EdgeStatus::Applied,
             },
             error: failure.map(str::to_owned),
+            healthy: None,
+            canary: false,
         };
         self.post(client, project, report).await;
     }
