@@ -34,26 +34,30 @@ function span(seconds) {
   return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} min`;
 }
 
-/** Where a rollout going on stands now: the bake's time left, or the
- * time left for its edges to report healthy before it fails. */
+/** Where a rollout going on stands now: the bake's time left (the
+ * service's `bake_ends_at`), or the time left for its edges to report
+ * healthy before it fails. */
 function standing(rollout, now = Date.now()) {
-  const bake = rollout.plan.bake_seconds;
-  const elapsed = (now - Date.parse(rollout.stage_started_at)) / 1000;
-  const total = rollout.plan.stages.length;
-  const where = `Stage ${rollout.stage} of ${total}`;
+  const left = (Date.parse(rollout.bake_ends_at) - now) / 1000;
+  const where = `Stage ${rollout.stage} of ${rollout.plan.stages.length}`;
   if (rollout.state === "paused") return `${where}, paused: it does not go on until resumed.`;
-  if (Number.isNaN(elapsed)) return `${where}.`;
-  if (elapsed < bake) return `${where}: bake ${span(bake - elapsed)} left of ${span(bake)}.`;
-  return `${where}: baked; waiting for healthy edges (it fails in ${span(bake + rollout.plan.report_timeout_seconds - elapsed)}).`;
+  if (Number.isNaN(left)) return `${where}.`;
+  if (left > 0) return `${where}: bake ${span(left)} left of ${span(rollout.plan.bake_seconds)}.`;
+  return `${where}: baked; waiting for healthy edges (it fails in ${span(rollout.plan.report_timeout_seconds + left)}).`;
 }
 
-/** The healthy edges so far against those the stage needs to go on. */
+/** The healthy edges so far against those the stage needs to go on (the
+ * stages reached, as the service counts them). */
 function healthLine(rollout) {
-  const reached = rollout.stages.filter((stage) => stage.number <= rollout.stage).flatMap((stage) => stage.edges);
-  const healthy = reached.filter((edge) => edge.health === "healthy").length;
-  const needed = Math.ceil((reached.length * rollout.plan.min_healthy_percent) / 100);
-  return `Healthy: ${healthy} of ${reached.length} edges so far (needs ${needed}); failures tolerated: ${rollout.plan.max_failures}.`;
+  const reached = rollout.stages.filter((stage) => stage.number <= rollout.stage);
+  const edges = reached.reduce((sum, stage) => sum + stage.edge_count, 0);
+  const healthy = reached.reduce((sum, stage) => sum + stage.healthy, 0);
+  const needed = Math.ceil((edges * rollout.plan.min_healthy_percent) / 100);
+  return `Healthy: ${healthy} of ${edges} edges so far (needs ${needed}); failures tolerated: ${rollout.plan.max_failures}.`;
 }
+
+/** An edge's health in a mark and a word (not by colour alone). */
+const HEALTH = { healthy: "✓ healthy", failed: "✗ failed", pending: "… pending", waiting: "· waiting" };
 
 /** One stage: how far it reaches, its state, each edge with its health. */
 function stageItem(rollout, stage, level) {
@@ -62,7 +66,7 @@ function stageItem(rollout, stage, level) {
     "li",
     { class: `stage ${stage.state}`, "data-stage": stage.number },
     h(`h${level}`, { text: `Stage ${stage.number} (${planned ? reach(planned) : "?"}): ${stage.state}` }),
-    stage.edges.length
+    stage.edges?.length
       ? h(
           "ul",
           { class: "stage-edges" },
@@ -70,7 +74,7 @@ function stageItem(rollout, stage, level) {
             h(
               "li",
               { class: `edge ${edge.health}`, "data-edge": edge.name },
-              h("span", { class: "health", text: edge.health === "healthy" ? "✓ healthy" : edge.health === "failed" ? "✗ failed" : "… pending" }),
+              h("span", { class: "health", text: HEALTH[edge.health] || edge.health }),
               ` ${edge.name}`,
               edge.revision !== null && edge.revision !== undefined ? h("span", { class: "muted", text: ` on revision ${edge.revision}` }) : null,
               edge.canary ? h("span", { class: "muted", text: " (canary)" }) : null,
@@ -231,9 +235,12 @@ function rolloutPanel(project, first, signal, { own = false } = {}) {
 async function showRollouts(project, section, signal) {
   const heading = section.querySelector("h2");
   let rollouts;
+  let newest = null;
   try {
     const { body } = await api("GET", `${projectPath(project.id)}/rollouts?${query({ limit: 20 })}`, { signal });
     rollouts = body.data;
+    // The listing's items leave the edges out: the newest is read whole.
+    if (rollouts.length) newest = (await api("GET", rolloutPath(project.id, rollouts[0].number), { signal })).body;
   } catch (error) {
     if (error.name === "AbortError" || endSessionOn(error)) return;
     section.replaceChildren(heading, errorBox(explain(error, "see rollouts", project.organization_id)));
@@ -243,7 +250,7 @@ async function showRollouts(project, section, signal) {
     section.replaceChildren(heading, h("p", { class: "empty", text: "No rollout yet. A revision's page offers “Roll out…”: a few edges first, the rest once they report healthy." }));
     return;
   }
-  const [newest, ...past] = rollouts;
+  const past = rollouts.slice(1);
   section.replaceChildren(heading, rolloutPanel(project, newest, signal), past.length ? pastRollouts(project, past) : null);
 }
 

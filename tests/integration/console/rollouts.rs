@@ -71,8 +71,8 @@ async fn a_rollout_is_started_from_a_revision_followed_and_promoted_to_its_end()
     );
     assert_eq!(started["plan"]["bake_seconds"], json!(3600));
 
-    // Stage 1 of 2, its bake counting down, the canary pending, then
-    // healthy once it reports revision 2.
+    // Stage 1 of 2, its bake counting down, the canary pending (the other
+    // waits for stage 2), then healthy once it reports revision 2.
     browser
         .sees(".rollout-standing", "Stage 1 of 2: bake 59 min")
         .await;
@@ -85,7 +85,7 @@ async fn a_rollout_is_started_from_a_revision_followed_and_promoted_to_its_end()
     browser
         .sees(
             ".stage[data-stage='2'] .edge[data-edge='edge-us-1']",
-            "… pending",
+            "· waiting",
         )
         .await;
     report(&server, &token, "edge-eu-1", 2, true).await;

@@ -291,8 +291,8 @@ async fn start(args: Start) -> anyhow::Result<()> {
     let session = Session::open(&args.connection, &args.shape, ROLLOUT)?;
     let id = session.project(&args.project).await?;
     let path = v1(&["projects", &id, "rollouts"]);
+    let project = args.project;
     let Some(lines) = watch else {
-        let project = args.project;
         let rollout = session
             .exchange_told(create_request(&path, plan), |rollout, _| {
                 let number = table::cell(&rollout["number"]);
@@ -306,13 +306,13 @@ async fn start(args: Start) -> anyhow::Result<()> {
                 )
             })
             .await;
-        return rollout.map(drop).map_err(explain);
+        return rollout.map(drop).map_err(|error| explain(error, &project));
     };
     let answer = session
         .client
         .send(create_request(&path, plan))
         .await
-        .map_err(explain)?;
+        .map_err(|error| explain(error, &project))?;
     let rollout: Value =
         serde_json::from_slice(&answer.body).context("the server's answer is not a rollout")?;
     let number = rollout["number"]
@@ -322,10 +322,12 @@ async fn start(args: Start) -> anyhow::Result<()> {
 }
 
 /// A refusal of one rollout because another runs, said with the way out.
-fn explain(error: anyhow::Error) -> anyhow::Error {
+fn explain(error: anyhow::Error, project: &str) -> anyhow::Error {
     match error.downcast_ref::<Refused>() {
         Some(refused) if refused.code() == Some("rollout_in_progress") => anyhow!(
-            "{refused} (see it with `proxydeck proxy-settings rollout status PROJECT`; end it with `rollout abort` or `rollout promote`)"
+            "{refused}; `proxydeck proxy-settings rollout status {project}` shows it, \
+             `rollout abort {project}` or `rollout promote {project}` ends it",
+            project = printable(project)
         ),
         _ => error,
     }
@@ -540,33 +542,33 @@ fn view(rollout: &Value, now: OffsetDateTime) -> String {
     );
     let stage = rollout["stage"].as_u64().unwrap_or(0);
     let stages = rollout["stages"].as_array().map_or(&[][..], Vec::as_slice);
-    // The rollout's edges so far: those of every stage reached.
-    let reached: Vec<&Value> = stages
-        .iter()
-        .filter(|s| s["number"].as_u64().is_some_and(|n| n <= stage))
-        .flat_map(|s| s["edges"].as_array().map_or(&[][..], Vec::as_slice))
-        .collect();
-    let healthy = reached.iter().filter(|e| e["health"] == "healthy").count();
-    let min_percent = plan["min_healthy_percent"].as_u64().unwrap_or(100) as usize;
-    let needed = (reached.len() * min_percent).div_ceil(100);
+    // The rollout's edges so far, and the healthy ones: the stages
+    // reached, as the service counts them.
+    let counted = |member: &str| -> u64 {
+        stages
+            .iter()
+            .filter(|s| s["number"].as_u64().is_some_and(|n| n <= stage))
+            .filter_map(|s| s[member].as_u64())
+            .sum()
+    };
+    let (reached, healthy) = (counted("edge_count"), counted("healthy"));
+    let min_percent = plan["min_healthy_percent"].as_u64().unwrap_or(100);
+    let needed = (reached * min_percent).div_ceil(100);
     let bake = plan["bake_seconds"].as_i64().unwrap_or(0);
     let timeout = plan["report_timeout_seconds"].as_i64().unwrap_or(0);
-    let elapsed = moment(&rollout["stage_started_at"]).map(|at| (now - at).whole_seconds());
+    // Seconds to the bake's end (the service's `bake_ends_at`), below 0 after it.
+    let left = moment(&rollout["bake_ends_at"]).map(|at| (at - now).whole_seconds());
     match rollout["state"].as_str() {
         Some("running" | "paused") => {
             let mut line = format!("stage {stage} of {total}");
-            match elapsed {
-                Some(elapsed) if elapsed < bake => {
-                    line.push_str(&format!(
-                        ": bake {} left of {}",
-                        span(bake - elapsed),
-                        span(bake)
-                    ));
+            match left {
+                Some(left) if left > 0 => {
+                    line.push_str(&format!(": bake {} left of {}", span(left), span(bake)));
                 }
-                Some(elapsed) => {
+                Some(left) => {
                     line.push_str(&format!(
                         ": baked; waiting for healthy edges (fails in {})",
-                        span(bake + timeout - elapsed)
+                        span(timeout + left)
                     ));
                 }
                 None => {}
@@ -575,8 +577,7 @@ fn view(rollout: &Value, now: OffsetDateTime) -> String {
                 line.push_str(" (paused: it does not go on until resumed)");
             }
             out.push_str(&format!(
-                "{line}\nhealthy: {healthy} of {} edges so far (needs {needed}); failures tolerated: {}\n",
-                reached.len(),
+                "{line}\nhealthy: {healthy} of {reached} edges so far (needs {needed}); failures tolerated: {}\n",
                 table::cell(&plan["max_failures"])
             ));
         }
@@ -687,13 +688,14 @@ mod tests {
             "number": 3, "revision": 5, "previous_revision": 4,
             "state": "running", "stage": 2,
             "stage_started_at": "2026-11-28T12:00:00Z",
+            "bake_ends_at": "2026-11-28T12:01:00Z",
             "plan": {"stages": [{"edges": 1}, {"percent": 50}, {"percent": 100}],
                      "bake_seconds": 60, "min_healthy_percent": 100,
                      "max_failures": 0, "report_timeout_seconds": 300},
             "stages": [
-                {"number": 1, "state": "passed", "edges": [
+                {"number": 1, "state": "passed", "edge_count": 1, "healthy": 1, "edges": [
                     {"name": "edge-3", "canary": true, "health": "healthy", "revision": 5}]},
-                {"number": 2, "state": "current", "edges": [
+                {"number": 2, "state": "current", "edge_count": 1, "healthy": 0, "edges": [
                     {"name": "edge-10", "canary": false, "health": "pending", "revision": 4}]},
                 {"number": 3, "state": "waiting", "edges": []}],
             "reason": null, "failed_edges": []
