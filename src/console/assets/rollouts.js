@@ -173,7 +173,9 @@ function rolloutPanel(project, first, signal, { own = false } = {}) {
     const title = `Rollout ${rollout.number}: revision ${rollout.revision}, ${stateWords(rollout.state)}`;
     const going = !ENDED.has(rollout.state);
     panel.dataset.state = rollout.state;
-    panel.replaceChildren(
+    // replaceChildren writes a null as the text "null": the parts that
+    // may be absent are left out instead.
+    const parts = [
       h(`h${level}`, { id: "s-rollout" }, own ? h("span", { text: title }) : h("a", { href: rolloutHash(project.id, rollout.number), text: title })),
       h("p", { class: "rollout-standing", role: going ? "timer" : null, text: going ? standing(rollout) : outcome(rollout) }),
       going ? h("p", { class: "rollout-health", text: healthLine(rollout) }) : null,
@@ -191,7 +193,8 @@ function rolloutPanel(project, first, signal, { own = false } = {}) {
         ["Ended", rollout.ended_at ? when(rollout.ended_at) : "not yet"],
       ]),
       h("ol", { class: "stages", "aria-label": "Stages" }, rollout.stages.map((stage) => stageItem(rollout, stage, level + 1))),
-    );
+    ];
+    panel.replaceChildren(...parts.filter((part) => part !== null));
   };
   // The countdown alone, between two reads.
   const tick = () => {
@@ -251,7 +254,7 @@ async function showRollouts(project, section, signal) {
     return;
   }
   const past = rollouts.slice(1);
-  section.replaceChildren(heading, rolloutPanel(project, newest, signal), past.length ? pastRollouts(project, past) : null);
+  section.replaceChildren(heading, rolloutPanel(project, newest, signal), ...(past.length ? [pastRollouts(project, past)] : []));
 }
 
 /** The rollouts before, newest first: each links to its page. */

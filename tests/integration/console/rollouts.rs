@@ -99,6 +99,8 @@ async fn a_rollout_is_started_from_a_revision_followed_and_promoted_to_its_end()
         .sees(".rollout-health", "Healthy: 1 of 1 edges so far (needs 1)")
         .await;
     browser.audit("rollout").await;
+    // Every part absent is left out, not written "null".
+    assert!(!browser.text("main").await.contains("null"));
 
     // A second rollout is refused, with a link to this one.
     browser
