@@ -291,6 +291,8 @@ async fn a_watch_ends_with_success() {
         cwd.path(),
         &["proxy-settings", "rollout", "status", "site", "--watch"],
     );
+    // Unchanged for longer than a redraw: read twice or more, printed once.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     // The canary goes first; the other once the canary is healthy.
     report(&app, &token, "edge-a", 2, "applied", true).await;
     until_at(&app, &token, number, "running", 2).await;
