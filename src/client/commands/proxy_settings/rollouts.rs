@@ -460,9 +460,9 @@ async fn follow(
             }
             Some(_) => {}
             // Home and clear, then the view: redrawn in place as `watch` does.
-            None => write!(
+            None => writeln!(
                 stdout,
-                "\x1b[H\x1b[2J{}\n",
+                "\x1b[H\x1b[2J{}",
                 view(&rollout, OffsetDateTime::now_utc())
             )?,
         }
