@@ -244,6 +244,19 @@ async fn a_rollout_is_started_shown_listed_and_steered() {
     let listed = run(&["proxy-settings", "rollout", "list", "site"]).json();
     assert_eq!(listed, page["data"]);
     assert_eq!(listed.as_array().unwrap().len(), 2);
+    let fields = run(&[
+        "proxy-settings",
+        "rollout",
+        "list",
+        "site",
+        "--json",
+        "number,state",
+    ])
+    .json();
+    assert_eq!(
+        fields,
+        json!([{"number": 2, "state": "running"}, {"number": 1, "state": "aborted"}])
+    );
     let out = run(&["proxy-settings", "rollout", "list", "site", "-o", "table"]);
     let rows = table(
         &out.stdout,

@@ -139,6 +139,55 @@ async fn a_rollout_is_started_from_a_revision_followed_and_promoted_to_its_end()
     browser
         .sees("#rollouts .rollout h3", "Rollout 1: revision 2, succeeded")
         .await;
+
+    // Another, of revision 1 to every edge at once, rolled back by the
+    // service when an edge fails it: the project's page says why and
+    // which edge, and lists the first below.
+    let (status, body) = api(
+        &server,
+        reqwest::Method::POST,
+        "/v1/projects/acme-shop/rollouts",
+        &token,
+        json!({"revision": 1}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let failure = json!({"name": "edge-eu-1", "revision": 1, "status": "failed",
+                         "error": "no backend answers", "canary": true});
+    let (status, answer) = api(
+        &server,
+        reqwest::Method::POST,
+        "/v1/projects/acme-shop/edges",
+        &token,
+        failure,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    browser.visit("/console#/projects/acme-shop").await;
+    browser
+        .sees(
+            "#rollouts .rollout-standing",
+            "Rolled back: every edge is back on revision 2.",
+        )
+        .await;
+    let ended = rollout(&server, &token, 2).await;
+    assert_eq!(ended["state"], json!("rolled_back"), "{ended}");
+    browser
+        .sees(
+            "#rollouts .rollback-reason",
+            ended["reason"].as_str().expect("a reason"),
+        )
+        .await;
+    browser
+        .sees(
+            "#rollouts .failed-edges .edge[data-edge='edge-eu-1']",
+            "edge-eu-1 on revision 1: failed: no backend answers",
+        )
+        .await;
+    browser
+        .sees("#rollouts .past-rollouts li[data-rollout='1']", "succeeded")
+        .await;
+    browser.audit("rollout-rolled-back").await;
 }
 
 #[tokio::test]
