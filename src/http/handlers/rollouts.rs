@@ -69,7 +69,7 @@ async fn create(
     // body, and nothing is compiled for it.
     let target = WriteTarget::Project(project_id.clone());
     may(&app, &request, Action::ActivateRevision, target).await?;
-    let members = body.checked("RolloutInput", |_| Vec::new())?;
+    let members = body.checked("RolloutInput", RolloutInput::stage_problems)?;
     let input: RolloutInput = serde_json::from_value(Value::Object(members))
         .map_err(|e| ApiError::InvalidBody(vec![FieldError::new("body", e.to_string())]))?;
     let (revision, plan) = input.check().map_err(ApiError::InvalidBody)?;
