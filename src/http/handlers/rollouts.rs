@@ -167,19 +167,51 @@ type ActionRequest = (
     Path<(String, String)>,
 );
 
-async fn pause(State(app): State<AppState>, caller: Caller, headers: OperationHeaders, project: ProjectId, path: Path<(String, String)>) -> Result<Response, ApiError> {
+async fn pause(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    project: ProjectId,
+    path: Path<(String, String)>,
+) -> Result<Response, ApiError> {
     control((State(app), caller, headers, project, path), Control::Pause).await
 }
 
-async fn resume(State(app): State<AppState>, caller: Caller, headers: OperationHeaders, project: ProjectId, path: Path<(String, String)>) -> Result<Response, ApiError> {
-    control((State(app), caller, headers, project, path), Control::Resume).await
+async fn resume(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    project: ProjectId,
+    path: Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    control(
+        (State(app), caller, headers, project, path),
+        Control::Resume,
+    )
+    .await
 }
 
-async fn promote(State(app): State<AppState>, caller: Caller, headers: OperationHeaders, project: ProjectId, path: Path<(String, String)>) -> Result<Response, ApiError> {
-    control((State(app), caller, headers, project, path), Control::Promote).await
+async fn promote(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    project: ProjectId,
+    path: Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    control(
+        (State(app), caller, headers, project, path),
+        Control::Promote,
+    )
+    .await
 }
 
-async fn abort(State(app): State<AppState>, caller: Caller, headers: OperationHeaders, project: ProjectId, path: Path<(String, String)>) -> Result<Response, ApiError> {
+async fn abort(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    project: ProjectId,
+    path: Path<(String, String)>,
+) -> Result<Response, ApiError> {
     control((State(app), caller, headers, project, path), Control::Abort).await
 }
 
