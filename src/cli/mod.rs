@@ -104,6 +104,8 @@ fn fail(error: &anyhow::Error) -> ExitCode {
         ExitCode::from(2)
     } else if error.is::<follow::ExecFailed>() {
         ExitCode::from(3)
+    } else if error.is::<follow::CheckFailed>() {
+        ExitCode::from(4)
     } else if error.is::<domains::NotVerified>() {
         ExitCode::from(4)
     } else {

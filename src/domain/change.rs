@@ -41,10 +41,16 @@ pub enum ChangeKind {
     DomainUpdated,
     #[serde(rename = "domain.deleted")]
     DomainDeleted,
+    /// A rollout started (`docs/rollouts.md`).
+    #[serde(rename = "rollout.created")]
+    RolloutCreated,
+    /// A rollout's step: a stage reached, paused, resumed, its end.
+    #[serde(rename = "rollout.updated")]
+    RolloutUpdated,
 }
 
 impl ChangeKind {
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::ProjectCreated,
         Self::ProjectUpdated,
         Self::ProjectDeleted,
@@ -55,6 +61,8 @@ impl ChangeKind {
         Self::DomainCreated,
         Self::DomainUpdated,
         Self::DomainDeleted,
+        Self::RolloutCreated,
+        Self::RolloutUpdated,
     ];
 
     /// The name on the wire and in the store.
@@ -70,6 +78,8 @@ impl ChangeKind {
             Self::DomainCreated => "domain.created",
             Self::DomainUpdated => "domain.updated",
             Self::DomainDeleted => "domain.deleted",
+            Self::RolloutCreated => "rollout.created",
+            Self::RolloutUpdated => "rollout.updated",
         }
     }
 

@@ -1,32 +1,69 @@
 //! What this edge tells the service it runs (reportEdge, `docs/feed.md`,
 //! "Who runs which revision"): after each change it applied, or failed
 //! to, under the name `--name` gives (the host's by default), and every
-//! minute again so that the edge does not go stale.
+//! minute again so that the edge does not go stale. With `--check`, a
+//! report also says whether the edge is healthy on what it applied; with
+//! `--canary`, that the edge asks to be in a rollout's first stage
+//! (`docs/rollouts.md`).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
+use serde::Serialize;
 
 use crate::client::http::{ApiClient, Request, v1};
-use crate::domain::edge::{self, EdgeReport, EdgeStatus};
+use crate::domain::edge::{self, EdgeStatus};
 
 /// How often the last reports are sent again (the service calls an edge
 /// stale after 3 minutes without one).
 const REPORT_EVERY: Duration = Duration::from_secs(60);
 
+/// What applying a revision came to.
+#[derive(Clone, Copy)]
+pub enum Outcome<'a> {
+    /// `--exec` failed: why.
+    Failed(&'a str),
+    /// Applied, no `--check` to tell more.
+    Applied,
+    /// Applied, and `--check` succeeded.
+    Healthy,
+    /// Applied, and `--check` failed: why.
+    Unhealthy(&'a str),
+}
+
+/// A report as follow sends it (reportEdge's body). `healthy` and
+/// `canary` are sent only when set: a service older than rollouts refuses
+/// members it does not know, and an edge without `--check` or
+/// `--canary` keeps reporting to it.
+#[derive(Clone, Serialize)]
+struct Report {
+    name: String,
+    revision: u32,
+    status: EdgeStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    healthy: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    canary: bool,
+}
+
 /// The name reports go under, and the last report on each project.
 pub struct Reports {
     /// `None` with `--no-report`.
     edge: Option<String>,
+    /// `--canary`.
+    canary: bool,
     /// Sent again every [`REPORT_EVERY`].
-    last: BTreeMap<String, EdgeReport>,
+    last: BTreeMap<String, Report>,
     sent_at: Instant,
 }
 
 impl Reports {
-    /// Reports under `name` (the host's when `None`), or none at all.
-    pub fn new(name: Option<&str>, no_report: bool) -> anyhow::Result<Self> {
+    /// Reports under `name` (the host's when `None`), or none at all; as a
+    /// canary with `canary`.
+    pub fn new(name: Option<&str>, no_report: bool, canary: bool) -> anyhow::Result<Self> {
         let edge = match (name, no_report) {
             (_, true) => None,
             (Some(name), false) if !edge::valid_name(name) => {
@@ -37,37 +74,48 @@ impl Reports {
         };
         Ok(Self {
             edge,
+            canary,
             last: BTreeMap::new(),
             sent_at: Instant::now(),
         })
     }
 
-    /// Tells the service that this edge runs `revision` of `project`, or
-    /// failed to apply it (`failure`); a report that fails is only said:
-    /// the next change or minute sends it again.
+    /// The name this edge reports under: the one its target is read for.
+    pub fn edge(&self) -> Option<&str> {
+        self.edge.as_deref()
+    }
+
+    /// Tells the service what applying `revision` of `project` came to; a
+    /// report that fails is only said: the next change or minute sends it
+    /// again.
     pub async fn send(
         &mut self,
         client: &ApiClient,
         project: &str,
         revision: u32,
-        failure: Option<&str>,
+        outcome: Outcome<'_>,
     ) {
         let Some(edge) = &self.edge else {
             return;
         };
-        let report = EdgeReport {
+        let (status, healthy, error) = match outcome {
+            Outcome::Failed(why) => (EdgeStatus::Failed, None, Some(why)),
+            Outcome::Applied => (EdgeStatus::Applied, None, None),
+            Outcome::Healthy => (EdgeStatus::Applied, Some(true), None),
+            Outcome::Unhealthy(why) => (EdgeStatus::Applied, Some(false), Some(why)),
+        };
+        let report = Report {
             name: edge.clone(),
             revision,
-            status: match failure {
-                Some(_) => EdgeStatus::Failed,
-                None => EdgeStatus::Applied,
-            },
-            error: failure.map(str::to_owned),
+            status,
+            healthy,
+            error: error.map(str::to_owned),
+            canary: self.canary,
         };
         self.post(client, project, report).await;
     }
 
-    async fn post(&mut self, client: &ApiClient, project: &str, report: EdgeReport) {
+    async fn post(&mut self, client: &ApiClient, project: &str, report: Report) {
         let path = v1(&["projects", project, "edges"]);
         let body = serde_json::to_value(&report).expect("a report serializes");
         let request = Request::new(reqwest::Method::POST, &path).body(body);

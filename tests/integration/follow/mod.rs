@@ -4,7 +4,8 @@
 //! cursor after a restart, keeps the last files while the service is down,
 //! and keeps what a hostile service sends inside its folder; its routing
 //! index in `routing.rs`, the answer to an edge's `ask` in `ask.rs`, the
-//! certificates' probe in `certificates.rs`.
+//! certificates' probe in `certificates.rs`, `--check`, `--canary` and
+//! the edge's target in a rollout in `rollouts.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -18,6 +19,7 @@ use crate::helpers::*;
 
 mod ask;
 mod certificates;
+mod rollouts;
 mod routing;
 
 /// A `proxydeck follow` child process, killed when dropped; its stderr
