@@ -323,7 +323,8 @@ impl Follower {
         };
         if failure.is_none() {
             // A run that succeeded applied every file: the projects it
-            // failed on before run their revision now.
+            // failed on before run their revision now, as healthy as the
+            // check just said.
             running.extend(self.reports.failed_before(&batch));
         }
         let outcome = match (&failure, &unhealthy) {

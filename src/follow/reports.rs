@@ -131,13 +131,16 @@ impl Reports {
         self.last.remove(project);
     }
 
-    /// The projects whose last report said their revision failed, but
-    /// those of `batch`, with that revision.
+    /// The projects whose last report said their revision failed, or
+    /// that the edge was unhealthy on it, but those of `batch`, with that
+    /// revision: a run of `--exec` and `--check` is the whole edge's, their
+    /// outcome is theirs too.
     pub fn failed_before<T>(&self, batch: &BTreeMap<String, T>) -> Vec<(String, u32)> {
         self.last
             .iter()
             .filter(|(project, report)| {
-                report.status == EdgeStatus::Failed && !batch.contains_key(*project)
+                let failed = report.status == EdgeStatus::Failed || report.healthy == Some(false);
+                failed && !batch.contains_key(*project)
             })
             .map(|(project, report)| (project.clone(), report.revision))
             .collect()
