@@ -22,6 +22,7 @@ use crate::mail::{InvitationOptions, Invitations};
 use crate::quotas::{Follows, QuotaOptions};
 use crate::rate_limit::failures::FailureLimiter;
 use crate::rate_limit::{RateLimitOptions, RateLimiter};
+use crate::rollouts::Rollouts;
 use crate::store::Store;
 
 /// Everything `serve` can be told, besides the database.
@@ -73,6 +74,7 @@ pub struct Service {
     auth: Arc<Authenticator>,
     feed: Arc<Feed>,
     domain_checks: Arc<DomainChecks>,
+    rollouts: Arc<Rollouts>,
     rate_limiter: Option<Arc<RateLimiter>>,
     failures: Option<Arc<FailureLimiter>>,
     router: axum::Router,
@@ -150,8 +152,10 @@ impl Service {
             .map(|policy| Arc::new(FailureLimiter::new(policy, clock)));
         let domain_checks = Arc::new(DomainChecks::new(store.clone(), options.domains)?);
         let invitations = Arc::new(Invitations::new(options.invitations)?);
+        let rollouts = Arc::new(Rollouts::new(store.clone()));
         let state = AppState::new(Services {
             invitations,
+            rollouts: rollouts.clone(),
             domain_checks: domain_checks.clone(),
             store,
             auth: auth.clone(),
@@ -189,6 +193,7 @@ impl Service {
             auth,
             feed,
             domain_checks,
+            rollouts,
             rate_limiter,
             failures,
             router,
@@ -232,6 +237,7 @@ impl Service {
             .map(|limiter| tokio::spawn(limiter.clone().run_sweeper()));
         let tail = tokio::spawn(self.feed.clone().run_tail());
         let domain_checks = tokio::spawn(self.domain_checks.clone().run());
+        let rollouts = tokio::spawn(self.rollouts.clone().run());
         tracing::info!(address = %self.local_addr(), "serving");
         // Listening, on an open store: ready.
         tell_service_manager(sd_notify::NotifyState::Ready);
@@ -259,6 +265,7 @@ impl Service {
             }
         }
         domain_checks.abort();
+        rollouts.abort();
         for sweeper in [sweeper, failures_sweeper].into_iter().flatten() {
             sweeper.abort();
         }

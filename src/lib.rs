@@ -21,7 +21,9 @@
 // proxydeck_lint`. Should it stop doing so, the build fails here rather
 // than go on unlinted.
 #[cfg(all(proxydeck_lint, not(clippy)))]
-compile_error!("--cfg proxydeck_lint: this build must be compiled by clippy-driver (RUSTC_WORKSPACE_WRAPPER)");
+compile_error!(
+    "--cfg proxydeck_lint: this build must be compiled by clippy-driver (RUSTC_WORKSPACE_WRAPPER)"
+);
 
 pub mod app;
 pub mod auth;
@@ -40,6 +42,7 @@ pub mod metrics;
 mod output;
 pub mod quotas;
 pub mod rate_limit;
+pub mod rollouts;
 mod shared_redis;
 pub mod store;
 pub mod telemetry;

@@ -41,10 +41,12 @@ pub enum ChangeKind {
     DomainUpdated,
     #[serde(rename = "domain.deleted")]
     DomainDeleted,
-    /// A rollout started (`docs/rollouts.md`).
+    /// A rollout began (docs/rollouts.md): edges of its first stage run
+    /// its revision.
     #[serde(rename = "rollout.created")]
     RolloutCreated,
-    /// A rollout's step: a stage reached, paused, resumed, its end.
+    /// A rollout's step: a stage reached, paused, resumed, succeeded,
+    /// rolled back, aborted. Edges read their target again.
     #[serde(rename = "rollout.updated")]
     RolloutUpdated,
 }
@@ -148,6 +150,10 @@ pub struct Change {
     /// The domain's name, for a domain's change.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
+    /// The rollout's number, for a rollout's change (`revision` is its
+    /// revision).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<u32>,
     /// The object's version after the change: its ETag's value.
     pub version: i64,
     /// The organization's number, for deciding who may see the change.

@@ -53,6 +53,14 @@ pub struct EdgeReport {
     pub status: EdgeStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the edge's health check (`follow --check`) found after
+    /// applying: only with `applied`; none when it runs no check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy: Option<bool>,
+    /// The edge asks to be among a rollout's first (`follow --canary`,
+    /// docs/rollouts.md, "Which edges go first").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub canary: bool,
 }
 
 impl EdgeReport {
@@ -69,19 +77,25 @@ impl EdgeReport {
                 "must be a revision number, from 1",
             ));
         }
-        match (self.status, &mut self.error) {
-            (EdgeStatus::Applied, Some(_)) => problems.push(FieldError::new(
+        if self.status == EdgeStatus::Failed && self.healthy.is_some() {
+            problems.push(FieldError::new(
+                "healthy",
+                "is only for a report whose status is applied (a health check runs on what was applied)",
+            ));
+        }
+        // An error says why a revision failed, or why an applied one is
+        // not healthy; nothing else.
+        let needs_error = self.status == EdgeStatus::Failed || self.healthy == Some(false);
+        match (needs_error, &mut self.error) {
+            (false, Some(_)) => problems.push(FieldError::new(
                 "error",
-                "is only for a report whose status is failed",
+                "is only for a report whose status is failed, or whose healthy is false",
             )),
-            (EdgeStatus::Failed, None) => problems.push(FieldError::new(
-                "error",
-                "must say why the revision could not be applied",
-            )),
-            (EdgeStatus::Failed, Some(error)) if error.trim().is_empty() => problems.push(
-                FieldError::new("error", "must say why the revision could not be applied"),
-            ),
-            (EdgeStatus::Failed, Some(error)) => {
+            (true, None) => problems.push(FieldError::new("error", self.missing_error())),
+            (true, Some(error)) if error.trim().is_empty() => {
+                problems.push(FieldError::new("error", self.missing_error()))
+            }
+            (true, Some(error)) => {
                 // Shown to every reader of the project: an API token an
                 // edge's tool printed by mistake is not kept.
                 if let std::borrow::Cow::Owned(redacted) = token::redact(error) {
@@ -92,12 +106,21 @@ impl EdgeReport {
                     *error = error.chars().skip(count - MAX_ERROR_CHARS).collect();
                 }
             }
-            (EdgeStatus::Applied, None) => {}
+            (false, None) => {}
         }
         if problems.is_empty() {
             Ok(self)
         } else {
             Err(problems)
+        }
+    }
+}
+
+impl EdgeReport {
+    fn missing_error(&self) -> &'static str {
+        match self.status {
+            EdgeStatus::Failed => "must say why the revision could not be applied",
+            EdgeStatus::Applied => "must say why the edge is not healthy",
         }
     }
 }
@@ -109,8 +132,9 @@ pub fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-/// An edge of a project, as the API answers it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// An edge of a project, as the API answers it (and as a rollout keeps
+/// the reports that failed it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Edge {
     pub object: EdgeTag,
     pub name: String,
@@ -118,6 +142,10 @@ pub struct Edge {
     pub status: EdgeStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The edge's health check after applying (`null`: it runs none).
+    pub healthy: Option<bool>,
+    /// It asked to be among a rollout's first.
+    pub canary: bool,
     pub reported_at: Timestamp,
     /// No report for [`STALE_AFTER_SECONDS`].
     pub stale: bool,
@@ -139,6 +167,8 @@ mod tests {
             revision: 4,
             status,
             error: error.map(str::to_owned),
+            healthy: None,
+            canary: false,
         }
     }
 
@@ -159,6 +189,30 @@ mod tests {
             .collect();
         assert_eq!(fields, ["name", "revision", "error"]);
         assert!(report(EdgeStatus::Applied, Some("x")).check().is_err());
+        // A health check's verdict: only on what was applied, and a
+        // failed one says why.
+        let checked = |status, healthy, error: Option<&str>| {
+            EdgeReport {
+                healthy: Some(healthy),
+                ..report(status, error)
+            }
+            .check()
+            .map_err(|problems| problems.into_iter().map(|p| p.field).collect::<Vec<_>>())
+        };
+        assert!(checked(EdgeStatus::Applied, true, None).is_ok());
+        assert!(checked(EdgeStatus::Applied, false, Some("check: exit 1")).is_ok());
+        assert_eq!(
+            checked(EdgeStatus::Applied, false, None).unwrap_err(),
+            ["error"]
+        );
+        assert_eq!(
+            checked(EdgeStatus::Applied, true, Some("x")).unwrap_err(),
+            ["error"]
+        );
+        assert_eq!(
+            checked(EdgeStatus::Failed, true, Some("x")).unwrap_err(),
+            ["healthy"]
+        );
         let secret = token::generate();
         let told = report(
             EdgeStatus::Failed,

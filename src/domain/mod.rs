@@ -18,6 +18,7 @@ pub mod pagination;
 pub mod project;
 pub mod proxy_settings;
 pub mod regexes;
+pub mod rollout;
 pub mod teams;
 pub mod time;
 pub mod token;

@@ -10,10 +10,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use serde::Serialize;
 
 use crate::client::http::{ApiClient, Request, v1};
-use crate::domain::edge::{self, EdgeStatus};
+use crate::domain::edge::{self, EdgeReport, EdgeStatus};
 
 /// How often the last reports are sent again (the service calls an edge
 /// stale after 3 minutes without one).
@@ -32,23 +31,6 @@ pub enum Outcome<'a> {
     Unhealthy(&'a str),
 }
 
-/// A report as follow sends it (reportEdge's body). `healthy` and
-/// `canary` are sent only when set: a service older than rollouts refuses
-/// members it does not know, and an edge without `--check` or
-/// `--canary` keeps reporting to it.
-#[derive(Clone, Serialize)]
-struct Report {
-    name: String,
-    revision: u32,
-    status: EdgeStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    healthy: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    canary: bool,
-}
-
 /// The name reports go under, and the last report on each project.
 pub struct Reports {
     /// `None` with `--no-report`.
@@ -56,7 +38,7 @@ pub struct Reports {
     /// `--canary`.
     canary: bool,
     /// Sent again every [`REPORT_EVERY`].
-    last: BTreeMap<String, Report>,
+    last: BTreeMap<String, EdgeReport>,
     sent_at: Instant,
 }
 
@@ -104,18 +86,21 @@ impl Reports {
             Outcome::Healthy => (EdgeStatus::Applied, Some(true), None),
             Outcome::Unhealthy(why) => (EdgeStatus::Applied, Some(false), Some(why)),
         };
-        let report = Report {
+        let report = EdgeReport {
             name: edge.clone(),
             revision,
             status,
-            healthy,
             error: error.map(str::to_owned),
+            // `healthy` and `canary` are written only when set (`EdgeReport`):
+            // a service older than rollouts refuses members it does not
+            // know, and an edge without --check or --canary still reports.
+            healthy,
             canary: self.canary,
         };
         self.post(client, project, report).await;
     }
 
-    async fn post(&mut self, client: &ApiClient, project: &str, report: Report) {
+    async fn post(&mut self, client: &ApiClient, project: &str, report: EdgeReport) {
         let path = v1(&["projects", project, "edges"]);
         let body = serde_json::to_value(&report).expect("a report serializes");
         let request = Request::new(reqwest::Method::POST, &path).body(body);

@@ -383,6 +383,10 @@ impl From<StoreError> for ApiError {
                 tracing::error!(%cause, request_id = current_request_id(), "store fault");
                 Self::Internal
             }
+            StoreError::Conflict(Conflict::Rollout(refusal)) => Self::Conflict {
+                code: Some(refusal.code()),
+                message: refusal.to_string(),
+            },
             StoreError::Conflict(conflict) => Self::Conflict {
                 message: conflict_message(conflict),
                 code: None,
@@ -465,6 +469,7 @@ fn conflict_message(conflict: Conflict) -> String {
             if projects == 1 { "" } else { "s" },
             if projects == 1 { "it" } else { "each" }
         ),
+        Conflict::Rollout(refusal) => refusal.to_string(),
         Conflict::LastAdmin => "the organization's last admin cannot leave, be removed or become \
              editor or member; make another member admin first"
             .into(),

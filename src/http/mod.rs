@@ -62,6 +62,7 @@ pub fn router(
         .merge(handlers::users::routes(&state))
         .merge(handlers::changes::routes(&state))
         .merge(handlers::edges::routes(&state))
+        .merge(handlers::rollouts::routes(&state))
         .merge(handlers::domains::routes(&state))
         .merge(handlers::invitations::routes(&state))
         .merge(monitoring::routes(metrics))

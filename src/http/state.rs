@@ -32,6 +32,8 @@ pub struct Services {
     pub domain_checks: Arc<crate::domain_checks::DomainChecks>,
     /// Invitations' options and their mailer (`mail.rs`).
     pub invitations: Arc<crate::mail::Invitations>,
+    /// Rollouts' driver, woken when one begins (`rollouts.rs`).
+    pub rollouts: Arc<crate::rollouts::Rollouts>,
 }
 
 impl AppState {

@@ -111,6 +111,10 @@ pub enum Conflict {
     /// checks, which were therefore not run.
     #[error("revision {revision} deactivated while being checked")]
     DeactivatedWhileChecked { revision: u32 },
+    /// A rule of rollouts (`docs/rollouts.md`): one at a time, an active
+    /// revision to go back to, an action the rollout's state allows.
+    #[error("{0}")]
+    Rollout(crate::domain::rollout::RolloutRefusal),
 }
 
 impl StoreError {

@@ -10,4 +10,5 @@ pub mod members;
 pub mod organizations;
 pub mod projects;
 pub mod proxy_settings;
+pub mod rollouts;
 pub mod users;

@@ -156,7 +156,7 @@ async fn update(
 /// to check); a 400 naming every member of the stored revision at fault
 /// otherwise. A caller who may not activate it gets the write's refusal,
 /// and nothing is compiled for it.
-async fn checked_for_activation(
+pub(super) async fn checked_for_activation(
     app: &AppState,
     request: &WriteRequest,
     project_id: &str,

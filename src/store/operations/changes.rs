@@ -12,6 +12,7 @@
 //! time already.
 
 use super::readable::{Deleted, readable_project};
+pub(crate) use super::write_steps::Fed;
 use crate::domain::change::{Change, ChangeKind, ChangeTag, Cursor};
 use crate::domain::organization_set::OrganizationSet;
 use crate::domain::time::Timestamp;
@@ -28,10 +29,7 @@ const TAKE_POSITIONS: &str = "UPDATE feed_state SET head = head + ?1 WHERE id = 
 /// write's last step until this one commits.
 pub(crate) async fn record(
     db: &mut dyn Db,
-    kind: ChangeKind,
-    project_id: &str,
-    revision: Option<u32>,
-    domain: Option<&str>,
+    fed: Fed<'_>,
     version: i64,
     at: Timestamp,
 ) -> Result<(), StoreError> {
@@ -40,17 +38,18 @@ pub(crate) async fn record(
         .ok_or_else(missing_state)?;
     db.execute(
         "INSERT INTO changes (seq, at, kind, organization_id, organization_number, project_id,
-                              revision, version, domain)
-         SELECT ?1, ?2, ?3, organization_id, organization_number, id, ?4, ?5, ?7
+                              revision, version, domain, rollout)
+         SELECT ?1, ?2, ?3, organization_id, organization_number, id, ?4, ?5, ?7, ?8
            FROM projects WHERE id = ?6",
         &[
             Param::Int(position),
             Param::Int(at.as_millis()),
-            Param::Text(kind.as_str()),
-            Param::OptInt(revision.map(i64::from)),
+            Param::Text(fed.kind.as_str()),
+            Param::OptInt(fed.revision.map(i64::from)),
             Param::Int(version),
-            Param::Text(project_id),
-            Param::OptText(domain),
+            Param::Text(fed.project_id),
+            Param::OptText(fed.domain),
+            Param::OptInt(fed.rollout.map(i64::from)),
         ],
     )
     .await?;
@@ -199,7 +198,7 @@ async fn read(db: &mut dyn Db, query: &ReadChanges) -> Result<ChangesRead, Store
         };
         let sql = format!(
             "SELECT seq, at, kind, organization_id, organization_number, project_id, revision,
-                    version, domain
+                    version, domain, rollout
                FROM changes WHERE seq > ?1 AND seq <= ?2{narrowing} ORDER BY seq LIMIT ?3"
         );
         let mut params = vec![Param::Int(after), Param::Int(head), Param::Int(scan as i64)];
@@ -235,13 +234,15 @@ fn change(row: &dyn Row) -> Result<Change, StoreError> {
     let kind = row.str(2)?;
     let kind = ChangeKind::parse(kind)
         .ok_or_else(|| StoreError::Internal(format!("a change of unknown kind {kind:?}")))?;
-    let revision = row
-        .opt_int(6)?
-        .map(|r| {
-            u32::try_from(r)
-                .map_err(|_| StoreError::Internal(format!("stored revision {r} is out of range")))
-        })
-        .transpose()?;
+    let number = |column: usize| {
+        row.opt_int(column)?
+            .map(|r| {
+                u32::try_from(r)
+                    .map_err(|_| StoreError::Internal(format!("stored number {r} is out of range")))
+            })
+            .transpose()
+    };
+    let revision = number(6)?;
     Ok(Change {
         object: ChangeTag::Tag,
         cursor: Cursor(row.int(0)?),
@@ -253,6 +254,7 @@ fn change(row: &dyn Row) -> Result<Change, StoreError> {
         revision,
         version: row.int(7)?,
         domain: (!row.is_null(8)?).then(|| row.text(8)).transpose()?,
+        rollout: number(9)?,
     })
 }
 

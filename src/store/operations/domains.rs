@@ -255,6 +255,7 @@ async fn record(
             project_id: &domain.project_id,
             revision: None,
             domain: Some(&domain.name),
+            rollout: None,
         }),
     };
     write_steps::record(db, request, now, change).await
@@ -546,17 +547,11 @@ async fn record_check(
         let result = claimed_elsewhere(db, &domain, query.result).await?;
         let mut after = after_check(&domain, result, now, &query.schedule);
         if write_domain(db, &domain, &mut after, now).await? {
-            let fed = ChangeKind::DomainUpdated;
-            super::changes::record(
-                db,
-                fed,
-                &after.project_id,
-                None,
-                Some(&after.name),
-                after.version,
-                now,
-            )
-            .await?;
+            let fed = Fed {
+                domain: Some(&after.name),
+                ..Fed::of(ChangeKind::DomainUpdated, &after.project_id, None)
+            };
+            super::changes::record(db, fed, after.version, now).await?;
         }
         Ok(Some((domain.verified, after)))
     })

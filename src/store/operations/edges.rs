@@ -60,11 +60,13 @@ async fn report(db: &mut dyn Db, query: &ReportEdge) -> Result<Edge, StoreError>
             make_room(db, query, &organization, now).await?;
         }
         db.execute(
-            "INSERT INTO edge_reports (project_id, name, revision, status, error, reported_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            "INSERT INTO edge_reports (project_id, name, revision, status, error, reported_at,
+                                       health, canary)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
              ON CONFLICT (project_id, name) DO UPDATE
              SET revision = excluded.revision, status = excluded.status,
-                 error = excluded.error, reported_at = excluded.reported_at",
+                 error = excluded.error, reported_at = excluded.reported_at,
+                 health = excluded.health, canary = excluded.canary",
             &[
                 project,
                 name,
@@ -72,6 +74,8 @@ async fn report(db: &mut dyn Db, query: &ReportEdge) -> Result<Edge, StoreError>
                 Param::Text(report.status.as_str()),
                 Param::Text(report.error.as_deref().unwrap_or_default()),
                 Param::Int(now.as_millis()),
+                Param::Text(health_column(report.healthy)),
+                Param::Bool(report.canary),
             ],
         )
         .await?;
@@ -81,6 +85,8 @@ async fn report(db: &mut dyn Db, query: &ReportEdge) -> Result<Edge, StoreError>
             revision: report.revision,
             status: report.status,
             error: report.error.clone(),
+            healthy: report.healthy,
+            canary: report.canary,
             reported_at: now,
             stale: false,
         })
@@ -236,7 +242,7 @@ async fn list(db: &mut dyn Db, query: &ListEdges) -> Result<(Vec<Edge>, bool), S
             }
         };
         let sql = format!(
-            "SELECT name, revision, status, error, reported_at FROM edge_reports
+            "SELECT {EDGE_COLUMNS} FROM edge_reports
               WHERE project_id = ?1{after} ORDER BY {order} LIMIT ?{limit_at}"
         );
         query_all(db, &sql, &params, |row| edge(row, now)).await
@@ -244,17 +250,50 @@ async fn list(db: &mut dyn Db, query: &ListEdges) -> Result<(Vec<Edge>, bool), S
     Ok(page.finish(edges))
 }
 
-fn edge(row: &dyn Row, now: Timestamp) -> Result<Edge, StoreError> {
+/// What [`edge`] reads of a report, in its order.
+pub(crate) const EDGE_COLUMNS: &str = "name, revision, status, error, reported_at, health, canary";
+
+/// A report as [`EDGE_COLUMNS`] reads it, stale or not at `now`.
+pub(crate) fn edge(row: &dyn Row, now: Timestamp) -> Result<Edge, StoreError> {
     let stored =
         |what: &str| StoreError::Internal(format!("an edge report's {what} is unreadable"));
     let reported_at = Timestamp::from_millis(row.int(4)?).ok_or_else(|| stored("time"))?;
+    let healthy = match row.str(5)? {
+        "" => None,
+        "healthy" => Some(true),
+        "unhealthy" => Some(false),
+        _ => return Err(stored("health")),
+    };
     Ok(Edge {
         object: EdgeTag::Tag,
         name: row.text(0)?,
         revision: u32::try_from(row.int(1)?).map_err(|_| stored("revision"))?,
         status: EdgeStatus::parse(row.str(2)?).ok_or_else(|| stored("status"))?,
         error: Some(row.text(3)?).filter(|error| !error.is_empty()),
+        healthy,
+        canary: row.boolean(6)?,
         reported_at,
         stale: Edge::is_stale(reported_at, now),
     })
+}
+
+/// How a report's health check is stored: `''` for none.
+fn health_column(healthy: Option<bool>) -> &'static str {
+    match healthy {
+        None => "",
+        Some(true) => "healthy",
+        Some(false) => "unhealthy",
+    }
+}
+
+/// Every report of the project, as they stand at `now` (at most
+/// `--edge-reports-per-project`): what a rollout judges its edges by.
+pub(crate) async fn all_of(
+    db: &mut dyn Db,
+    project_id: &str,
+    now: Timestamp,
+) -> Result<Vec<Edge>, StoreError> {
+    let sql =
+        format!("SELECT {EDGE_COLUMNS} FROM edge_reports WHERE project_id = ?1 ORDER BY name");
+    query_all(db, &sql, &[Param::Text(project_id)], |row| edge(row, now)).await
 }

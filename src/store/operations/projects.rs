@@ -250,6 +250,7 @@ async fn create(
                     project_id: &project.id,
                     revision: None,
                     domain: None,
+                    rollout: None,
                 }),
             },
         )
@@ -310,6 +311,7 @@ async fn update(
             project_id: id,
             revision: None,
             domain: None,
+            rollout: None,
         };
         write_steps::record_update(db, request, now, changed, version, fed).await?;
         Ok(ObjectAnswer {
@@ -352,9 +354,11 @@ async fn delete(
             project_id: id,
             revision: None,
             domain: None,
+            rollout: None,
         };
         write_steps::record_update(db, request, now, changed, version, fed).await?;
         super::edges::remove_all(db, id).await?;
+        super::rollouts::remove_all(db, id).await?;
         super::domains::remove_all(db, id).await?;
         let body = to_json(&serde_json::json!({"object": "project", "id": id, "deleted": true}))?;
         Ok(ObjectAnswer {

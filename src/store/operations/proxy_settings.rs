@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::projects::writable_project;
+use super::rollouts;
 use super::write_request::{ObjectAnswer, WriteRequest};
 use super::write_steps::{self, Change, Fed};
 use crate::domain::access::{self, Action, Facts, Refusal};
@@ -66,7 +67,7 @@ async fn to_activate(
             now,
         )
         .await?;
-        let (settings, version) = stored(db, project_id, asked.revision)
+        let (settings, version) = stored_revision(db, project_id, asked.revision)
             .await?
             .ok_or_else(no_revision)?;
         // The write's order of refusals: its 412 before the checks' 400.
@@ -75,7 +76,7 @@ async fn to_activate(
     })
 }
 
-fn no_revision() -> StoreError {
+pub(super) fn no_revision() -> StoreError {
     StoreError::NotFound {
         kind: "proxy settings revision",
         id: String::new(),
@@ -266,6 +267,7 @@ async fn create(
             project_id,
             revision: Some(settings.revision),
             domain: None,
+            rollout: None,
         };
         let (object, object_id) = fed.audited_object();
         write_steps::record(
@@ -367,25 +369,65 @@ async fn update(db: &mut dyn Db, update: &UpdateProxySettings) -> Result<ObjectA
     transaction!(db, begin_write, {
         let organization = writable_project(db, request, update.action(), project_id, now).await?;
         write_steps::lock_organization(db, &organization).await?;
-        let planned = plan_update(db, update).await?;
-        if let Some((previous, previous_version)) = &planned.deactivated {
-            // The previous active revision goes first: the store keeps at
-            // most one active revision per project at every statement.
-            let kind = ChangeKind::ProxySettingsDeactivated;
-            save(
-                db,
-                request,
-                now,
-                project_id,
-                previous,
-                *previous_version,
-                kind,
-            )
-            .await?;
+        if update.change.is_active.is_some() {
+            rollouts::refuse_while_live(db, project_id).await?;
         }
-        let (settings, version, kind) = (&planned.settings, planned.version, planned.kind);
-        save(db, request, now, project_id, settings, version, kind).await
+        let planned = plan_update(db, update).await?;
+        store_update(db, request, now, project_id, planned).await
     })
+}
+
+/// Makes `revision` the project's active one, in the write's transaction
+/// (a rollout's success, `docs/rollouts.md`): the same steps as an
+/// activation by updateProjectProxySettings; its checks before activation
+/// ran when the rollout started.
+pub(super) async fn activate(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    now: Timestamp,
+    project_id: &str,
+    revision: u32,
+) -> Result<(), StoreError> {
+    let update = UpdateProxySettings {
+        request: request.clone(),
+        project_id: project_id.to_owned(),
+        revision,
+        change: SettingsChange {
+            description: None,
+            is_active: Some(true),
+            checked_for_activation: true,
+        },
+    };
+    let planned = plan_update(db, &update).await?;
+    store_update(db, request, now, project_id, planned).await?;
+    Ok(())
+}
+
+/// Stores what [`plan_update`] decided: the active revision it
+/// deactivates first (the store keeps at most one active revision per
+/// project at every statement), then the revision.
+async fn store_update(
+    db: &mut dyn Db,
+    request: &WriteRequest,
+    now: Timestamp,
+    project_id: &str,
+    planned: PlannedUpdate,
+) -> Result<ObjectAnswer, StoreError> {
+    if let Some((previous, previous_version)) = &planned.deactivated {
+        let kind = ChangeKind::ProxySettingsDeactivated;
+        save(
+            db,
+            request,
+            now,
+            project_id,
+            previous,
+            *previous_version,
+            kind,
+        )
+        .await?;
+    }
+    let (settings, version, kind) = (&planned.settings, planned.version, planned.kind);
+    save(db, request, now, project_id, settings, version, kind).await
 }
 
 /// updateProjectProxySettings with `dry_run=true`: what
@@ -412,6 +454,9 @@ async fn try_update(
             now,
         )
         .await?;
+        if update.change.is_active.is_some() {
+            rollouts::refuse_while_live(db, &update.project_id).await?;
+        }
         let planned = plan_update(db, update).await?;
         Ok(DryRun::new(planned.settings, planned.active.as_ref()))
     })
@@ -455,7 +500,7 @@ async fn plan_update(
         change,
     }: &UpdateProxySettings,
 ) -> Result<PlannedUpdate, StoreError> {
-    let (mut settings, version) = stored(db, project_id, *revision)
+    let (mut settings, version) = stored_revision(db, project_id, *revision)
         .await?
         .ok_or_else(no_revision)?;
     write_steps::check_if_match(request, version)?;
@@ -496,7 +541,7 @@ async fn plan_update(
 
 /// The project's active revision, with its version; none when no revision
 /// is active.
-async fn active_revision(
+pub(super) async fn active_revision(
     db: &mut dyn Db,
     project_id: &str,
 ) -> Result<Option<(ProxySettings, i64)>, StoreError> {
@@ -509,7 +554,7 @@ async fn active_revision(
 }
 
 /// A revision as stored, with its version.
-async fn stored(
+pub(super) async fn stored_revision(
     db: &mut dyn Db,
     project_id: &str,
     revision: u32,
@@ -568,6 +613,7 @@ async fn save(
         project_id,
         revision: Some(settings.revision),
         domain: None,
+        rollout: None,
     };
     write_steps::record_update(db, request, now, changed, version, fed).await?;
     Ok(ObjectAnswer {

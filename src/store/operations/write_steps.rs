@@ -379,22 +379,39 @@ pub(super) struct Change<'a> {
 
 /// A change as the feed tells it (`changes::record`).
 #[derive(Clone, Copy)]
-pub(super) struct Fed<'a> {
+pub(crate) struct Fed<'a> {
     pub kind: ChangeKind,
     pub project_id: &'a str,
     pub revision: Option<u32>,
     /// The domain's name, for a domain's change.
     pub domain: Option<&'a str>,
+    /// The rollout's number, for a rollout's change.
+    pub rollout: Option<u32>,
 }
 
-impl Fed<'_> {
+impl<'a> Fed<'a> {
+    /// A change of the project itself, or one naming only a revision.
+    pub fn of(kind: ChangeKind, project_id: &'a str, revision: Option<u32>) -> Self {
+        Self {
+            kind,
+            project_id,
+            revision,
+            domain: None,
+            rollout: None,
+        }
+    }
+
     /// The object the audit names: a project by its id, a revision as
-    /// `PROJECT/REVISION`, a domain as `PROJECT/NAME`.
+    /// `PROJECT/REVISION`, a domain as `PROJECT/NAME`, a rollout as
+    /// `PROJECT/rollouts/NUMBER`.
     pub fn audited_object(&self) -> (&'static str, String) {
-        match (self.revision, self.domain) {
-            (Some(revision), _) => ("proxy_settings", format!("{}/{revision}", self.project_id)),
-            (None, Some(name)) => ("domain", format!("{}/{name}", self.project_id)),
-            (None, None) => ("project", self.project_id.to_owned()),
+        match (self.rollout, self.revision, self.domain) {
+            (Some(number), _, _) => ("rollout", format!("{}/rollouts/{number}", self.project_id)),
+            (None, Some(revision), _) => {
+                ("proxy_settings", format!("{}/{revision}", self.project_id))
+            }
+            (None, None, Some(name)) => ("domain", format!("{}/{name}", self.project_id)),
+            (None, None, None) => ("project", self.project_id.to_owned()),
         }
     }
 }
@@ -453,16 +470,7 @@ pub(super) async fn record(
     .await?;
     if let Some(fed) = change.feed {
         let version = change.version_after.unwrap_or_default();
-        changes::record(
-            db,
-            fed.kind,
-            fed.project_id,
-            fed.revision,
-            fed.domain,
-            version,
-            at,
-        )
-        .await?;
+        changes::record(db, fed, version, at).await?;
     }
     Ok(())
 }

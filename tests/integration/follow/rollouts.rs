@@ -21,11 +21,18 @@ const CHECK: &str = r#"! grep -q '"description": "bad"' p1/proxy-settings.json"#
 /// `work/name.runs`.
 fn edge(app: &TestApp, token: &str, work: &Path, name: &str, extra: &[&str]) -> Following {
     let dir = work.join(name).display().to_string();
-    let exec = format!(
-        r#"grep -o '"revision": [0-9]*' p1/proxy-settings.json >> ../{name}.runs"#
-    );
+    let exec = format!(r#"grep -o '"revision": [0-9]*' p1/proxy-settings.json >> ../{name}.runs"#);
     let args = [
-        &["--project", "p1", "--name", name, "--dir", &dir, "--exec", &exec][..],
+        &[
+            "--project",
+            "p1",
+            "--name",
+            name,
+            "--dir",
+            &dir,
+            "--exec",
+            &exec,
+        ][..],
         extra,
     ]
     .concat();
@@ -83,9 +90,9 @@ async fn check_reports_the_health_of_the_revision_applied(backend: Backend) {
     let work = tempfile::tempdir().unwrap();
     let _edge = edge(&app, &token, work.path(), "edge-1", &["--check", CHECK]);
     eventually("revision 1 is reported healthy", || async {
-        report(&app, &token, "edge-1").await.is_some_and(|r| {
-            r["revision"] == 1 && r["status"] == "applied" && r["healthy"] == true
-        })
+        report(&app, &token, "edge-1")
+            .await
+            .is_some_and(|r| r["revision"] == 1 && r["status"] == "applied" && r["healthy"] == true)
     })
     .await;
 
