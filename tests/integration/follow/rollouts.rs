@@ -96,7 +96,11 @@ async fn check_reports_the_health_of_the_revision_applied(backend: Backend) {
     })
     .await;
 
-    // The bad revision, activated: applied, but unhealthy, and why.
+    // The bad revision, activated: applied, but unhealthy, and why. The
+    // edge reads its target, one read, not the revisions.
+    let targets = r#"proxydeck_http_requests_total{route="/v1/projects/{id}/edges/{name}/target",method="GET",status="200"}"#;
+    let listings = r#"proxydeck_http_requests_total{route="/v1/projects/{id}/proxy-settings",method="GET",status="200"}"#;
+    let before = (metric(targets), metric(listings));
     activate(&app, &token, "p1", 2).await;
     eventually("revision 2 is reported unhealthy", || async {
         report(&app, &token, "edge-1")
@@ -112,6 +116,8 @@ async fn check_reports_the_health_of_the_revision_applied(backend: Backend) {
         "{unhealthy}"
     );
     assert_eq!(written(work.path(), "edge-1"), [1, 2]);
+    let reads = (metric(targets) - before.0, metric(listings) - before.1);
+    assert_eq!(reads, (1.0, 0.0), "target reads, listing reads");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,11 +172,10 @@ async fn a_canary_runs_the_rollouts_revision_first(backend: Backend) {
     // Promoted: the second stage reaches every edge.
     let promote = format!("/v1/projects/p1/rollouts/{number}/promote");
     post(&app, &token, &promote, json!({}), 200).await;
-    until("the other edge writes revision 2", || {
-        active_revision(&other_dir, "p1") == Some(2)
+    until("the other edge writes revision 2 and runs --exec", || {
+        active_revision(&other_dir, "p1") == Some(2) && written(work.path(), "edge-b") == [1, 2]
     })
     .await;
-    assert_eq!(written(work.path(), "edge-b"), [1, 2]);
     assert_eq!(written(work.path(), "edge-a"), [1, 2]);
 }
 
