@@ -104,9 +104,8 @@ fn fail(error: &anyhow::Error) -> ExitCode {
         ExitCode::from(2)
     } else if error.is::<follow::ExecFailed>() {
         ExitCode::from(3)
-    } else if error.is::<follow::CheckFailed>() {
-        ExitCode::from(4)
-    } else if error.is::<domains::NotVerified>() {
+    } else if error.is::<follow::CheckFailed>() || error.is::<domains::NotVerified>() {
+        // Each its command's own: follow's --check, domains' check.
         ExitCode::from(4)
     } else {
         ExitCode::FAILURE

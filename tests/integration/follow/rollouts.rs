@@ -118,6 +118,36 @@ async fn check_reports_the_health_of_the_revision_applied(backend: Backend) {
     assert_eq!(written(work.path(), "edge-1"), [1, 2]);
     let reads = (metric(targets) - before.0, metric(listings) - before.1);
     assert_eq!(reads, (1.0, 0.0), "target reads, listing reads");
+
+    // With --once, a failed check is exit status 4: the files are
+    // written, the cursor saved, the edge reported unhealthy.
+    let dir = work.path().join("once");
+    let dir_arg = dir.display().to_string();
+    let once = Following::on(
+        &app,
+        &token,
+        work.path(),
+        &[
+            "--project",
+            "p1",
+            "--name",
+            "edge-2",
+            "--dir",
+            &dir_arg,
+            "--once",
+            "--check",
+            CHECK,
+        ],
+    );
+    let log = once.log.clone();
+    let (status, _) = once.finish();
+    let log = std::fs::read_to_string(log).unwrap();
+    assert_eq!(status.code(), Some(4), "{log}");
+    assert!(log.contains("--check exited with status 1"), "{log}");
+    assert_eq!(active_revision(&dir, "p1"), Some(2));
+    assert!(saved_cursor(&dir).is_some());
+    let unhealthy = report(&app, &token, "edge-2").await.unwrap();
+    assert_eq!(unhealthy["healthy"], false, "{unhealthy}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
