@@ -277,3 +277,34 @@ async fn follow_a_failing_check_on_the_canary_rolls_back_on_postgres() {
     require!(Backend::Postgres);
     a_failing_check_rolls_back(Backend::Postgres).await;
 }
+
+/// A service older than rollouts answers the target with 404: an edge
+/// with a name says so and follows the active revision, as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_with_a_name_follows_the_active_revision_of_a_service_without_targets() {
+    let service = super::hostile::serve(&["good"], &[]).await;
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("edge");
+    let dir_arg = dir.display().to_string();
+    let org = org_id(1);
+    let args = [
+        "--organization",
+        &org,
+        "--name",
+        "edge-1",
+        "--dir",
+        &dir_arg,
+        "--once",
+    ];
+    let once = Following::start(&service.url, "pxd_any", work.path(), &args);
+    let log = once.log.clone();
+    let (status, _) = once.finish();
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(status.success(), "{log}");
+    assert_eq!(active_revision(&dir, "good"), Some(1), "{log}");
+    assert_eq!(
+        log.matches("the service has no edge targets").count(),
+        1,
+        "{log}"
+    );
+}
