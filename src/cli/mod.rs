@@ -30,7 +30,8 @@ use serve::database_settings;
 /// Runs the command line; the exit status is 0 on success, 2 with a
 /// one-line error on stderr for a bad command line or configuration file,
 /// 3 when `follow --once`'s `--exec` failed, 4 when `domains verify` found
-/// the domain not verified, 1 with a one-line error for any other failure.
+/// the domain not verified, 5 and 6 when a watched rollout was rolled back
+/// or aborted, 1 with a one-line error for any other failure.
 pub fn main() -> ExitCode {
     let argv: Vec<_> = std::env::args_os().collect();
     let Parsed { cli, effective } = match config::parse(&argv) {
@@ -107,6 +108,8 @@ fn fail(error: &anyhow::Error) -> ExitCode {
     } else if error.is::<follow::CheckFailed>() || error.is::<domains::NotVerified>() {
         // Each its command's own: follow's --check, domains' check.
         ExitCode::from(4)
+    } else if let Some(ended) = error.downcast_ref::<proxy_settings::rollouts::Ended>() {
+        ExitCode::from(ended.status())
     } else {
         ExitCode::FAILURE
     }

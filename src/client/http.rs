@@ -67,6 +67,8 @@ pub struct Refused {
     message: String,
     /// The first parameter the error names, if any.
     param: Option<String>,
+    /// Its `code`, when it has one (`rollout_in_progress`...).
+    code: Option<String>,
 }
 
 impl Refused {
@@ -87,7 +89,13 @@ impl Refused {
             status,
             message,
             param: params.into_iter().next().map(|(param, _)| param),
+            code: said(&error["error"]["code"]),
         }
+    }
+
+    /// The error's `code`, which tells apart refusals of one status.
+    pub fn code(&self) -> Option<&str> {
+        self.code.as_deref()
     }
 
     /// A 404: an unknown path, or a project unknown or not visible.

@@ -116,6 +116,19 @@ impl ObjectShape {
         Ok((self.json.is_some() || jq.is_some(), jq))
     }
 
+    /// For a command that prints the object again and again (`rollout
+    /// status --watch`): `None` for text on a terminal, else how each
+    /// JSON line is written.
+    pub fn lines(&self, kind: ObjectKind) -> anyhow::Result<Option<Json>> {
+        if self.show_etag {
+            bail!("--show-etag does not go with --watch: the object changes as it is watched");
+        }
+        Ok(match self.printing(kind)? {
+            Printing::Text => None,
+            Printing::Json(json) => Some(json),
+        })
+    }
+
     fn printing(&self, kind: ObjectKind) -> anyhow::Result<Printing> {
         if self.json.is_none() && self.jq.is_none() && std::io::stdout().is_terminal() {
             return Ok(Printing::Text);

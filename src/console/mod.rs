@@ -64,6 +64,7 @@ const ASSETS: &[Asset] = &[
     script!("revisions.js"),
     script!("revision-diff.js"),
     script!("revision-form.js"),
+    script!("rollouts.js"),
     script!("tokens.js"),
     script!("forms.js"),
     script!("organizations.js"),

@@ -108,7 +108,29 @@ pub struct Plan {
     pub report_timeout_seconds: u32,
 }
 
+/// A stage that names both reaches, or neither.
+const ONE_REACH: &str = "must have exactly one of edges (a count) and percent";
+
 impl RolloutInput {
+    /// The stages of a body whose other members may be wrong, each that
+    /// names both reaches or neither (which no schema says): so that one
+    /// 400 names every member at fault.
+    pub fn stage_problems(body: &serde_json::Value) -> Vec<FieldError> {
+        let stages = body.get("stages").and_then(serde_json::Value::as_array);
+        stages
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(index, stage)| {
+                let stage = Stage::deserialize(stage).ok()?;
+                stage
+                    .reach()
+                    .is_none()
+                    .then(|| FieldError::new(format!("stages[{index}]"), ONE_REACH))
+            })
+            .collect()
+    }
+
     /// The revision and the plan, every member checked (each bad one
     /// named), the defaults filled in, and a last stage of every edge
     /// added when the plan's last reaches fewer.
@@ -133,10 +155,7 @@ impl RolloutInput {
         for (index, stage) in given.into_iter().enumerate() {
             let field = format!("stages[{index}]");
             match stage.reach() {
-                None => problems.push(FieldError::new(
-                    field,
-                    "must have exactly one of edges (a count) and percent",
-                )),
+                None => problems.push(FieldError::new(field, ONE_REACH)),
                 Some(Reach::Edges(count)) if !(1..=MAX_STAGE_EDGES).contains(&count) => problems
                     .push(FieldError::new(
                         format!("{field}.edges"),
@@ -233,12 +252,14 @@ impl Placement {
     }
 
     /// The stage (from 0) of the edge named `name`: its own when it was
-    /// placed; else the stage of the first placed edge after it in the
-    /// order, or the last stage.
+    /// placed; else the first for a canary, and for another edge the
+    /// stage of the first placed edge after it in the order, or the last
+    /// stage.
     pub fn stage_of(&self, name: &str, canary: bool) -> usize {
         let last = self.ends.len().saturating_sub(1);
         let position = match self.edges.iter().position(|edge| edge.name == name) {
             Some(index) => index,
+            None if canary => return 0,
             None => {
                 let key = order_key(name, canary);
                 self.edges
@@ -897,7 +918,10 @@ mod tests {
                 .edges
                 .iter()
                 .position(|e| order_key(&e.name, e.canary) > key);
-            let expected = after.map_or(2, |i| placement.stage_of(&placement.edges[i].name, false));
+            let expected = match name.starts_with("canary") {
+                true => 0,
+                false => after.map_or(2, |i| placement.stage_of(&placement.edges[i].name, false)),
+            };
             assert_eq!(stage, expected, "{name}");
         }
         assert_eq!(placement.stage_of("canary-b", true), 0);

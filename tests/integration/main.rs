@@ -35,6 +35,7 @@ mod sqlite {
     mod proxy_settings_writes;
     mod request_costs;
     mod request_values;
+    mod rollouts;
     mod store_contract;
     mod teams;
     mod token_writes;
@@ -66,6 +67,7 @@ mod postgres {
     mod proxy_settings_writes;
     mod request_costs;
     mod request_values;
+    mod rollouts;
     mod store_contract;
     mod teams;
     mod token_writes;

@@ -35,6 +35,10 @@ use proxydeck::store::operations::proxy_settings::{
     CreateProxySettings, RevisionToActivate, TryCreateProxySettings, TryUpdateProxySettings,
     UpdateProxySettings,
 };
+use proxydeck::store::operations::rollouts::{
+    ControlRollout, GetEdgeTarget, GetRollout, ListRollouts, LiveRollouts, StartRollout,
+    StepRollout,
+};
 use proxydeck::store::operations::users::{GetUser, UpdateUser};
 use proxydeck::store::operations::write_steps::MayWrite;
 use proxydeck::store::operator::admin::{
@@ -120,6 +124,14 @@ fn every_operation() -> Vec<(&'static str, &'static str, Serves)> {
         AcceptInvitation => Api("acceptInvitation"),
         TakeDueChecks => Own,
         RecordCheck => Own,
+        StartRollout => Api("createRollout"),
+        ListRollouts => Api("listRollouts"),
+        GetRollout => Api("getRollout"),
+        GetEdgeTarget => Api("getEdgeTarget"),
+        // pauseRollout, resumeRollout, promoteRollout, abortRollout.
+        ControlRollout => Own,
+        LiveRollouts => Own,
+        StepRollout => Own,
         CreateOrganization => Command("admin org create"),
         CreateUser => Command("admin user create"),
         CreateToken => Command("admin token create"),

@@ -23,6 +23,7 @@ import { viewEditProject, viewNewProject } from "./project-edit.js";
 import { viewProject, viewProjects } from "./projects.js";
 import { viewNewRevision } from "./revision-form.js";
 import { viewDiff, viewRevision } from "./revisions.js";
+import { viewRollout } from "./rollouts.js";
 import { explain, failed, forgetToken, showSignIn, signOut, signedIn } from "./session.js";
 import { viewTokens } from "./tokens.js";
 
@@ -36,6 +37,7 @@ setPages({
     [/^\/projects\/([^/]+)\/edit$/, viewEditProject],
     [/^\/projects\/([^/]+)\/revisions\/new$/, viewNewRevision],
     [/^\/projects\/([^/]+)\/revisions\/(\d+)$/, viewRevision],
+    [/^\/projects\/([^/]+)\/rollouts\/(\d+)$/, viewRollout],
     [/^\/projects\/([^/]+)$/, viewProject],
     [/^\/projects$/, viewProjects],
     [/^\/tokens$/, viewTokens],

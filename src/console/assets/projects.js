@@ -9,6 +9,7 @@ import { go, pager } from "./nav.js";
 import { deleteProjectCard, readOnlyNote } from "./project-edit.js";
 import { GROUPS, settingsWords } from "./project-form.js";
 import { showRevisions } from "./revisions.js";
+import { showRollouts } from "./rollouts.js";
 import { endSessionOn, explain, loadOrganizations, organizationName } from "./session.js";
 
 // A slug search walks the caller's projects a page of 100 at a time;
@@ -184,6 +185,7 @@ async function viewProject([id], _, signal) {
   });
   const domains = h("section", { class: "card wide", id: "domains", "aria-labelledby": "s-domains" }, h("h2", { id: "s-domains", text: "Domains" }));
   const revisions = h("section", { class: "card wide", id: "revisions", "aria-labelledby": "s-revisions" }, h("h2", { id: "s-revisions", text: "Proxy settings" }));
+  const rollouts = h("section", { class: "card wide", id: "rollouts", "aria-labelledby": "s-rollouts" }, h("h2", { id: "s-rollouts", text: "Rollouts" }));
   show(
     h("p", { class: "crumbs" }, h("a", { href: "#/projects", text: "Projects" }), " / ", organizationName(project.organization_id)),
     h("h1", { text: project.slug }),
@@ -192,10 +194,11 @@ async function viewProject([id], _, signal) {
       : readOnlyNote(project.organization_id, "changing or deleting one"),
     h("div", { class: "grid" }, sections),
     domains,
+    rollouts,
     revisions,
     mayChange ? deleteProjectCard(project, etag, signal) : null,
   );
-  await Promise.all([showDomains(project, domains, signal), showRevisions(project, revisions, signal)]);
+  await Promise.all([showDomains(project, domains, signal), showRollouts(project, rollouts, signal), showRevisions(project, revisions, signal)]);
 }
 
 export { viewProject, viewProjects };

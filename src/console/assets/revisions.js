@@ -7,6 +7,7 @@ import { ApiError, api, query, roleIn } from "./api.js";
 import { $, confirmAction, count, errorBox, h, loadFailure, loading, notify, settingsList, show, yesNo } from "./dom.js";
 import { go } from "./nav.js";
 import { backendKey, pairUp, reorderedRanks, routeKey, sameValue, verdictOf } from "./revision-diff.js";
+import { rollOutControl } from "./rollouts.js";
 import { endSessionOn, explain, loadOrganizations, organizationName } from "./session.js";
 
 const projectPath = (projectId) => `/v1/projects/${encodeURIComponent(projectId)}`;
@@ -357,6 +358,8 @@ async function viewRevision([id, number], params, signal) {
             text: `Activate revision ${n}`,
             onclick: () => activate(project, revision, status, signal, () => viewRevision([id, number], params, signal)),
           }),
+      // A rollout goes back to the active revision: none, nothing to roll out over.
+      revision.is_active || !active || roleIn(project.organization_id) === "member" ? null : rollOutControl(project, revision, signal),
       h("a", { href: newRevisionHash(project.id, n), text: "New revision from this one" }),
       compareWith,
     ),

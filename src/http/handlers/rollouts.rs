@@ -47,8 +47,20 @@ pub fn routes(state: &AppState) -> Routes {
             authenticated(get(get_one), state),
         )
         .route(
-            "/v1/projects/{id}/rollouts/{number}/{action}",
-            authenticated(post(control), state),
+            "/v1/projects/{id}/rollouts/{number}/pause",
+            authenticated(post(pause), state),
+        )
+        .route(
+            "/v1/projects/{id}/rollouts/{number}/resume",
+            authenticated(post(resume), state),
+        )
+        .route(
+            "/v1/projects/{id}/rollouts/{number}/promote",
+            authenticated(post(promote), state),
+        )
+        .route(
+            "/v1/projects/{id}/rollouts/{number}/abort",
+            authenticated(post(abort), state),
         )
         .route(
             "/v1/projects/{id}/edges/{name}/target",
@@ -69,7 +81,7 @@ async fn create(
     // body, and nothing is compiled for it.
     let target = WriteTarget::Project(project_id.clone());
     may(&app, &request, Action::ActivateRevision, target).await?;
-    let members = body.checked("RolloutInput", |_| Vec::new())?;
+    let members = body.checked("RolloutInput", RolloutInput::stage_problems)?;
     let input: RolloutInput = serde_json::from_value(Value::Object(members))
         .map_err(|e| ApiError::InvalidBody(vec![FieldError::new("body", e.to_string())]))?;
     let (revision, plan) = input.check().map_err(ApiError::InvalidBody)?;
@@ -145,17 +157,37 @@ async fn get_one(
     Ok(object_response(answer))
 }
 
-/// `POST /v1/projects/{id}/rollouts/{number}/{action}`
+/// The request of a person's action on a rollout: `POST
+/// /v1/projects/{id}/rollouts/{number}/ACTION`.
+type ActionRequest = (
+    State<AppState>,
+    Caller,
+    OperationHeaders,
+    ProjectId,
+    Path<(String, String)>,
+);
+
+async fn pause(State(app): State<AppState>, caller: Caller, headers: OperationHeaders, project: ProjectId, path: Path<(String, String)>) -> Result<Response, ApiError> {
+    control((State(app), caller, headers, project, path), Control::Pause).await
+}
+
+async fn resume(State(app): State<AppState>, caller: Caller, headers: OperationHeaders, project: ProjectId, path: Path<(String, String)>) -> Result<Response, ApiError> {
+    control((State(app), caller, headers, project, path), Control::Resume).await
+}
+
+async fn promote(State(app): State<AppState>, caller: Caller, headers: OperationHeaders, project: ProjectId, path: Path<(String, String)>) -> Result<Response, ApiError> {
+    control((State(app), caller, headers, project, path), Control::Promote).await
+}
+
+async fn abort(State(app): State<AppState>, caller: Caller, headers: OperationHeaders, project: ProjectId, path: Path<(String, String)>) -> Result<Response, ApiError> {
+    control((State(app), caller, headers, project, path), Control::Abort).await
+}
+
+/// pauseRollout, resumeRollout, promoteRollout, abortRollout.
 async fn control(
-    State(app): State<AppState>,
-    caller: Caller,
-    headers: OperationHeaders,
-    ProjectId(project_id): ProjectId,
-    Path((_, number, action)): Path<(String, String, String)>,
+    (State(app), caller, headers, ProjectId(project_id), Path((_, number))): ActionRequest,
+    control: Control,
 ) -> Result<Response, ApiError> {
-    let Some(control) = Control::parse(&action) else {
-        return Err(ApiError::no_such("rollout action"));
-    };
     let number = rollout_number(&number, "number")?;
     let request = headers.write_request(&caller, control.operation(), None);
     let answer = app

@@ -28,6 +28,7 @@ mod output;
 mod profiles;
 mod projects;
 mod revisions;
+mod rollouts;
 mod setup;
 mod teams;
 mod walking;

@@ -13,6 +13,7 @@ mod projects;
 mod quality;
 mod revision_edits;
 mod revisions;
+mod rollouts;
 mod teams;
 mod tokens;
 

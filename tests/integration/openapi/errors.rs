@@ -170,8 +170,15 @@ impl<'a> ErrorChecks<'a> {
             contract,
             // Answered by no listing, only by writes: their answers are
             // checked by `writes::token_and_proxy_settings_answers_validate`
-            // (403, 412) and project_writes.rs (409 codes).
+            // (403, 412) and project_writes.rs (409 codes); the rollouts'
+            // codes by `writes::rollout_answers_validate` and rollouts.rs.
             &[
+                "/components/schemas/ErrorDetail/properties/code = rollout_in_progress",
+                "/components/schemas/ErrorDetail/properties/code = no_active_revision",
+                "/components/schemas/ErrorDetail/properties/code = already_active",
+                "/components/schemas/ErrorDetail/properties/code = rollout_ended",
+                "/components/schemas/ErrorDetail/properties/code = rollout_not_paused",
+                "/components/schemas/ErrorDetail/properties/code = rollout_paused",
                 "/components/schemas/ErrorDetail/properties/type = forbidden_error",
                 "/components/schemas/ErrorDetail/properties/type = conflict_error",
                 "/components/schemas/ErrorDetail/properties/code = precondition_failed",

@@ -216,6 +216,15 @@ async fn every_listing_answer_validates_and_covers_the_document() {
                     "InvitationAcceptance",
                     "ProxySettingsDryRun",
                     "JsonPatchOperation",
+                    // The rollouts' answers: checked, each member and
+                    // value, by `writes::rollout_answers_validate`.
+                    "EdgeTarget",
+                    "Rollout",
+                    "RolloutEdge",
+                    "RolloutList",
+                    "RolloutPlan",
+                    "RolloutStage",
+                    "RolloutStageState",
                 ]
                 .contains(&name.as_str())
         })
@@ -310,6 +319,20 @@ async fn edges_of_every_kind(app: &TestApp, token: &str) {
     app.data.execute(
         "UPDATE edge_reports SET reported_at = reported_at - 600000 WHERE name = 'edge-c'",
     );
+    // A rollout begun and aborted (in organization 1, where the caller
+    // may activate, of a revision that passes the checks): the feed's
+    // rollout.* changes.
+    let path = "/v1/projects/p-full/proxy-settings";
+    let body = revision_body("rolled out", "origin.example:443");
+    let (status, body, _) = send(app, Method::POST, path, token, &[], Some(&body)).await;
+    assert_eq!(status, 200, "{body}");
+    let path = "/v1/projects/p-full/rollouts";
+    let body = json!({"revision": body["revision"], "bake_seconds": 3600});
+    let (status, body, _) = send(app, Method::POST, path, token, &[], Some(&body)).await;
+    assert_eq!(status, 201, "{body}");
+    let abort = "/v1/projects/p-full/rollouts/1/abort";
+    let (status, body, _) = send(app, Method::POST, abort, token, &[], None).await;
+    assert_eq!(status, 200, "{body}");
 }
 
 /// Domains of project p-full in every state, each check's result among

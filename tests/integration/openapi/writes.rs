@@ -506,3 +506,292 @@ async fn teams_answers_validate() {
         delete(format!("/v1/organizations/{id}"), &token).await,
     );
 }
+
+/// Real answers of the rollouts' operations (createRollout, listRollouts,
+/// getRollout, the four actions, getEdgeTarget), successes and errors,
+/// validate against the document, and show every member and value of
+/// their schemas: each state of a rollout, of a stage and of an edge's
+/// health.
+#[tokio::test]
+async fn rollout_answers_validate() {
+    let contract = contract();
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let mut lines = vec![
+        org(1),
+        user("u1", &[1]),
+        user("u2", &[1]),
+        project("p1", 1, 0),
+    ];
+    lines.extend((1..=3).map(|r| crate::helpers::settings("p1", r, r == 1)));
+    app.seed(lines).await;
+    app.data
+        .execute("UPDATE memberships SET role = 'member' WHERE user_id = 'u2'");
+    let token = app.token("u1").await;
+    let member = app.token("u2").await;
+    let shapes = std::cell::RefCell::new(Shapes::default());
+    let check = |method: &str, path: &str, status: u16, answer: (u16, Value, Option<String>)| {
+        let operation = format!("/paths/{}/{method}", escape(path));
+        let what = format!("{status} {method} {path}");
+        assert_eq!(answer.0, status, "{what}: {}", answer.1);
+        let documented = contract
+            .response(&operation, status)
+            .unwrap_or_else(|| panic!("{what} is not documented"));
+        let schema = contract.json_schema_of(&documented);
+        contract.assert_valid(&schema, &answer.1, &what);
+        shapes.borrow_mut().record(&contract, &schema, &answer.1);
+        answer.1
+    };
+    let (rollouts, one, target) = (
+        "/v1/projects/{id}/rollouts",
+        "/v1/projects/{id}/rollouts/{number}",
+        "/v1/projects/{id}/edges/{name}/target",
+    );
+    let call = |method: Method, path: String, caller: &str, body: Option<Value>| {
+        let (app, caller) = (&app, caller.to_owned());
+        async move { send(app, method, &path, &caller, &[], body.as_ref()).await }
+    };
+    let report = |name: &str, revision: u32, how: &str| {
+        let mut body = json!({"name": name, "revision": revision, "status": "applied",
+                              "canary": name.starts_with("canary")});
+        match how {
+            "healthy" => body["healthy"] = json!(true),
+            "unhealthy" => {
+                body["healthy"] = json!(false);
+                body["error"] = json!("check exited with status 1");
+            }
+            _ => {
+                body["status"] = json!("failed");
+                body["error"] = json!("haproxy -c refused it");
+            }
+        }
+        call(
+            Method::POST,
+            "/v1/projects/p1/edges".into(),
+            &token,
+            Some(body),
+        )
+    };
+    for name in ["canary-a", "edge-b", "edge-c"] {
+        assert_eq!(report(name, 1, "healthy").await.0, 200);
+    }
+    // Rollout 1: two edges first, one failure tolerated.
+    let plan = json!({"revision": 2, "stages": [{"edges": 2}, {"percent": 100}],
+                      "bake_seconds": 3600, "max_failures": 1, "min_healthy_percent": 50});
+    let path = |suffix: &str| format!("/v1/projects/p1/rollouts{suffix}");
+    check(
+        "post",
+        rollouts,
+        201,
+        call(Method::POST, path(""), &token, Some(plan.clone())).await,
+    );
+    check(
+        "post",
+        rollouts,
+        409,
+        call(Method::POST, path(""), &token, Some(plan.clone())).await,
+    );
+    check(
+        "post",
+        rollouts,
+        400,
+        call(Method::POST, path(""), &token, Some(json!({"revision": 0}))).await,
+    );
+    check(
+        "post",
+        rollouts,
+        403,
+        call(Method::POST, path(""), &member, Some(plan.clone())).await,
+    );
+    let stage_one = check(
+        "get",
+        one,
+        200,
+        call(Method::GET, path("/1"), &token, None).await,
+    );
+    let first: Vec<String> = stage_one["stages"][0]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(first.len(), 2, "{stage_one}");
+    // One healthy, one failed (tolerated), one waiting.
+    assert_eq!(report(&first[0], 2, "healthy").await.0, 200);
+    assert_eq!(report(&first[1], 2, "failed").await.0, 200);
+    check(
+        "get",
+        one,
+        200,
+        call(Method::GET, path("/1"), &token, None).await,
+    );
+    for edge in ["canary-a", "edge-c"] {
+        let edge_path = format!("/v1/projects/p1/edges/{edge}/target");
+        check(
+            "get",
+            target,
+            200,
+            call(Method::GET, edge_path, &token, None).await,
+        );
+    }
+    let action = |name: &str| format!("/v1/projects/{{id}}/rollouts/{{number}}/{name}");
+    check(
+        "post",
+        &action("pause"),
+        200,
+        call(Method::POST, path("/1/pause"), &token, None).await,
+    );
+    check(
+        "post",
+        &action("pause"),
+        409,
+        call(Method::POST, path("/1/pause"), &token, None).await,
+    );
+    check(
+        "post",
+        &action("resume"),
+        200,
+        call(Method::POST, path("/1/resume"), &token, None).await,
+    );
+    check(
+        "post",
+        &action("promote"),
+        200,
+        call(Method::POST, path("/1/promote"), &token, None).await,
+    );
+    check(
+        "post",
+        &action("abort"),
+        200,
+        call(Method::POST, path("/1/abort"), &token, None).await,
+    );
+    check(
+        "post",
+        &action("abort"),
+        409,
+        call(Method::POST, path("/1/abort"), &token, None).await,
+    );
+    check(
+        "post",
+        &action("promote"),
+        404,
+        call(Method::POST, path("/9/promote"), &token, None).await,
+    );
+    // Rollout 2: its first edge unhealthy, rolled back past a stage never
+    // reached.
+    let plan =
+        json!({"revision": 3, "stages": [{"edges": 1}, {"percent": 100}], "bake_seconds": 3600});
+    check(
+        "post",
+        rollouts,
+        201,
+        call(Method::POST, path(""), &token, Some(plan)).await,
+    );
+    let canary = "/v1/projects/p1/edges/canary-a/target".to_owned();
+    let aimed = check(
+        "get",
+        target,
+        200,
+        call(Method::GET, canary.clone(), &token, None).await,
+    );
+    assert_eq!(aimed["revision"], 3, "{aimed}");
+    assert_eq!(report("canary-a", 3, "unhealthy").await.0, 200);
+    let rolled_back = wait_for(&app, &token, 2, "rolled_back").await;
+    check("get", one, 200, rolled_back);
+    // Rollout 3: no bake, nothing to wait for: succeeded.
+    let plan = json!({"revision": 2, "bake_seconds": 0, "min_healthy_percent": 0});
+    check(
+        "post",
+        rollouts,
+        201,
+        call(Method::POST, path(""), &token, Some(plan)).await,
+    );
+    check(
+        "get",
+        one,
+        200,
+        wait_for(&app, &token, 3, "succeeded").await,
+    );
+    check(
+        "get",
+        target,
+        200,
+        call(Method::GET, canary, &token, None).await,
+    );
+    // The list, its pages, and refusals.
+    check(
+        "get",
+        rollouts,
+        200,
+        call(Method::GET, path("?limit=2"), &token, None).await,
+    );
+    check(
+        "get",
+        rollouts,
+        200,
+        call(Method::GET, path("?start_key=2"), &token, None).await,
+    );
+    // Nothing before the first: an empty page, without last_key.
+    check(
+        "get",
+        rollouts,
+        200,
+        call(Method::GET, path("?start_key=1"), &token, None).await,
+    );
+    check(
+        "get",
+        rollouts,
+        400,
+        call(Method::GET, path("?start_key=x"), &token, None).await,
+    );
+    check(
+        "get",
+        one,
+        404,
+        call(Method::GET, path("/99"), &token, None).await,
+    );
+    let bad_name = "/v1/projects/p1/edges/no%20space/target".to_owned();
+    check(
+        "get",
+        target,
+        400,
+        call(Method::GET, bad_name, &token, None).await,
+    );
+    let unknown = "/v1/projects/nope/edges/e/target".to_owned();
+    check(
+        "get",
+        target,
+        404,
+        call(Method::GET, unknown, &token, None).await,
+    );
+    let differences: Vec<String> = shapes
+        .into_inner()
+        .differences(&contract, &[])
+        .into_iter()
+        .filter(|difference| {
+            ["Rollout", "EdgeTarget"]
+                .iter()
+                .any(|name| difference.starts_with(&format!("/components/schemas/{name}")))
+        })
+        .collect();
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+/// Rollout `number` of p1 once its state is `state` (the service steps
+/// rollouts once a second).
+async fn wait_for(
+    app: &TestApp,
+    token: &str,
+    number: u32,
+    state: &str,
+) -> (u16, Value, Option<String>) {
+    let path = format!("/v1/projects/p1/rollouts/{number}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let answer = send(app, Method::GET, &path, token, &[], None).await;
+        if answer.1["state"] == state {
+            return answer;
+        }
+        assert!(std::time::Instant::now() < deadline, "still: {}", answer.1);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

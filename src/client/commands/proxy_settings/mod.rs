@@ -1,11 +1,13 @@
 //! `proxydeck proxy-settings`: a project's proxy settings revisions
 //! (list, get, create, activate: [`revisions`]), what changed between two
-//! of them ([`diff`]), and who runs which ([`edges`]).
+//! of them ([`diff`]), who runs which ([`edges`]), and activating one in
+//! stages ([`rollouts`]).
 
 mod diff;
 mod document;
 mod edges;
 mod revisions;
+pub mod rollouts;
 
 use clap::Subcommand;
 
@@ -58,6 +60,12 @@ pub enum ProxySettingsCommand {
         after_help = "Examples:\n  proxydeck proxy-settings delete-edge acme-shop edge-7.eu --yes"
     )]
     DeleteEdge(edges::DeleteEdge),
+    /// Activate a revision in stages, a few edges first, back to the
+    /// active revision at once when they do not report healthy
+    /// (`docs/rollouts.md`): start, status (`--watch`), list, pause,
+    /// resume, promote, abort.
+    #[command(subcommand)]
+    Rollout(rollouts::RolloutCommand),
 }
 
 /// Runs a `proxy-settings` command.
@@ -70,5 +78,6 @@ pub async fn run(command: ProxySettingsCommand) -> anyhow::Result<()> {
         ProxySettingsCommand::Activate(args) => revisions::activate(args).await,
         ProxySettingsCommand::Edges(args) => edges::edges(args).await,
         ProxySettingsCommand::DeleteEdge(args) => edges::delete_edge(args).await,
+        ProxySettingsCommand::Rollout(command) => rollouts::run(command).await,
     }
 }
