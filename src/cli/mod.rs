@@ -105,7 +105,8 @@ fn fail(error: &anyhow::Error) -> ExitCode {
         ExitCode::from(2)
     } else if error.is::<follow::ExecFailed>() {
         ExitCode::from(3)
-    } else if error.is::<domains::NotVerified>() {
+    } else if error.is::<follow::CheckFailed>() || error.is::<domains::NotVerified>() {
+        // Each its command's own: follow's --check, domains' check.
         ExitCode::from(4)
     } else if let Some(ended) = error.downcast_ref::<proxy_settings::rollouts::Ended>() {
         ExitCode::from(ended.status())

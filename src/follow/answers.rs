@@ -1,7 +1,7 @@
 //! What `follow` reads of the service's answers, typed: a change of the
 //! feed (`domain::change`), where the feed stands, a revision's number and
-//! whether it is active, a listed project's id, a listed domain's name and
-//! whether it routes. The objects follow writes
+//! whether it is active, an edge's target, a listed project's id, a listed
+//! domain's name and whether it routes. The objects follow writes
 //! (a project, a revision) stay as the service sent them: follow reads
 //! from them only what it decides by.
 
@@ -12,7 +12,7 @@ use crate::domain::change::{ChangeKind, Cursor};
 
 /// A change of the feed (`docs/feed.md`, "The events"), as much of it as
 /// follow reads: the project it names, what happened, and the revision of
-/// a `proxy_settings.*` change.
+/// a `proxy_settings.*` or `rollout.*` change.
 #[derive(Deserialize)]
 pub struct FeedChange {
     #[serde(default)]
@@ -31,6 +31,9 @@ pub enum Subject {
     Project,
     /// One of its revisions (a `proxy_settings.*` change).
     Revision,
+    /// One of its rollouts (a `rollout.*` change): which revision an edge
+    /// runs may have changed, not which is active.
+    Rollout,
     /// One of its custom domains (a `domain.*` change).
     Domain,
 }
@@ -42,10 +45,9 @@ impl FeedChange {
                 ChangeKind::ProxySettingsCreated
                 | ChangeKind::ProxySettingsUpdated
                 | ChangeKind::ProxySettingsActivated
-                | ChangeKind::ProxySettingsDeactivated
-                | ChangeKind::RolloutCreated
-                | ChangeKind::RolloutUpdated,
+                | ChangeKind::ProxySettingsDeactivated,
             ) => Subject::Revision,
+            Some(ChangeKind::RolloutCreated | ChangeKind::RolloutUpdated) => Subject::Rollout,
             Some(
                 ChangeKind::DomainCreated | ChangeKind::DomainUpdated | ChangeKind::DomainDeleted,
             ) => Subject::Domain,
@@ -81,22 +83,58 @@ struct RevisionState {
     is_active: bool,
 }
 
-/// The active revision of a project, as the API answered it.
-pub struct ActiveRevision {
+/// A revision of a project, as the API answered it: the one this edge is
+/// to serve.
+pub struct Revision {
     /// Its number.
     pub number: u32,
     /// The object, written to `proxy-settings.json` as it came.
     pub body: Value,
 }
 
-impl ActiveRevision {
+impl Revision {
     /// `body`, when it is a revision that is active.
-    pub fn of(body: Value) -> Option<Self> {
+    pub fn active(body: Value) -> Option<Self> {
         let state = RevisionState::deserialize(&body).ok()?;
         state.is_active.then_some(Self {
             number: state.revision,
             body,
         })
+    }
+}
+
+/// An edge's target (getEdgeTarget, `docs/rollouts.md`): the revision
+/// meant for it, active or a rollout's, as much of it as follow reads.
+#[derive(Deserialize)]
+pub struct EdgeTarget {
+    #[serde(default)]
+    revision: Option<u32>,
+    #[serde(default)]
+    proxy_settings: Option<Value>,
+}
+
+impl EdgeTarget {
+    /// The revision to serve (`None`: none is active); an error when the
+    /// answer's revision is not the object it carries.
+    pub fn into_revision(self) -> Result<Option<Revision>, String> {
+        let Some(body) = self.proxy_settings else {
+            return match self.revision {
+                None => Ok(None),
+                Some(number) => Err(format!("revision {number} without its proxy_settings")),
+            };
+        };
+        let state = RevisionState::deserialize(&body)
+            .map_err(|e| format!("proxy_settings that is no revision: {e}"))?;
+        match self.revision == Some(state.revision) {
+            true => Ok(Some(Revision {
+                number: state.revision,
+                body,
+            })),
+            false => Err(format!(
+                "revision {:?} whose proxy_settings is revision {}",
+                self.revision, state.revision
+            )),
+        }
     }
 }
 
@@ -138,6 +176,7 @@ mod tests {
             .unwrap();
             let expected = match kind.as_str().split_once('.').unwrap().0 {
                 "proxy_settings" => Subject::Revision,
+                "rollout" => Subject::Rollout,
                 "domain" => Subject::Domain,
                 _ => Subject::Project,
             };
@@ -151,8 +190,25 @@ mod tests {
     #[test]
     fn only_an_active_revision_is_taken() {
         let active = serde_json::json!({"revision": 3, "is_active": true, "routes": []});
-        assert_eq!(ActiveRevision::of(active).map(|r| r.number), Some(3));
+        assert_eq!(Revision::active(active).map(|r| r.number), Some(3));
         let inactive = serde_json::json!({"revision": 2, "is_active": false});
-        assert!(ActiveRevision::of(inactive).is_none());
+        assert!(Revision::active(inactive).is_none());
+    }
+
+    #[test]
+    fn a_target_is_its_revision_active_or_not_and_must_be_the_one_it_names() {
+        let target = |revision: Value, settings: Value| {
+            let answer = serde_json::json!({"object": "edge_target", "project_id": "p1",
+                "name": "edge-1", "revision": revision, "rollout": 3, "stage": 1,
+                "proxy_settings": settings});
+            EdgeTarget::deserialize(&answer).unwrap().into_revision()
+        };
+        let inactive = serde_json::json!({"revision": 5, "is_active": false});
+        let read = target(5.into(), inactive).unwrap().unwrap();
+        assert_eq!(read.number, 5);
+        assert!(target(Value::Null, Value::Null).unwrap().is_none());
+        let other = serde_json::json!({"revision": 4, "is_active": true});
+        assert!(target(5.into(), other).is_err());
+        assert!(target(5.into(), Value::Null).is_err());
     }
 }

@@ -15,8 +15,10 @@ Examples:
       --exec /usr/share/proxydeck/edge/haproxy-apply
   proxydeck follow --organization 0190b7a4-0000-7000-8000-000000000001 --dir ./config --once
 
-For each project: PROJECT/project.json and PROJECT/proxy-settings.json (its active revision),
-each written whole. Beside them the routing index, each verified custom domain to its project,
+For each project: PROJECT/project.json and PROJECT/proxy-settings.json, each written whole.
+proxy-settings.json holds the revision meant for this edge, its target (getEdgeTarget): the
+active revision, or a rollout's while it runs and has reached this edge (docs/rollouts.md).
+With --no-report, the active revision. Beside them the routing index, each verified custom domain to its project,
 as two HAProxy maps: routing.map (HOST PROJECT) and routing-wildcards.map (BASE PROJECT for
 *.BASE), written after the projects' files and before a project's folder is removed.
 .cursor saves where the files stand: a restart resumes there.
@@ -32,10 +34,19 @@ starts, and after a run that failed; not after one that left them as they were (
 revision created). Its environment is follow's without any PROXYDECK_* variable (the token
 stays with follow), with PROXYDECK_FOLLOW_DIR set to the folder.
 
+--check runs after each --exec that succeeded (each change applied, without --exec), in the
+same folder and environment, for 30 s at most: its exit status is the edge's health in its
+reports (\"healthy\"), which a rollout goes on or rolls back by; the report every minute
+repeats the last one. --canary asks for a rollout's first stage:
+  proxydeck follow --project acme-corp/acme-shop --dir /var/lib/proxydeck-edge --name edge-7 \\
+      --canary --exec ./reload --check 'curl -fsS --max-time 5 http://127.0.0.1/healthz'
+
 Exit status: 0 (--once) the files are written and --exec succeeded; 1 an error (the token
 refused, the project gone, the folder unusable; with --once, also the service unreachable or
 failing after 4 attempts, about 7 s); 2 a bad command line; 3 (--once) --exec
-failed: the files are written, the cursor is not saved, the edge is reported failed.";
+failed: the files are written, the cursor is not saved, the edge is reported failed; 4 (--once)
+--check failed: the files are written and --exec succeeded, the cursor is saved, the edge is
+reported unhealthy.";
 
 #[derive(Args)]
 #[command(group(ArgGroup::new("followed").required(true).args(["project", "organization"])))]
@@ -58,17 +69,32 @@ pub struct FollowArgs {
     /// PROXYDECK_* variable.
     #[arg(long, value_name = "COMMAND")]
     pub exec: Option<String>,
+    /// After --exec succeeded (or the files were written, without
+    /// --exec), run this (as --exec runs) to tell whether the edge is
+    /// healthy on what it now serves: status 0 reports it healthy, another
+    /// unhealthy with its status and the end of its stderr; one still
+    /// running after 30 s is killed and counts as failed.
+    #[arg(long, value_name = "COMMAND")]
+    pub check: Option<String>,
     /// The name this edge reports under (reportEdge) after each change it
-    /// applied, or failed to [default: the host's name].
+    /// applied, or failed to [default: the host's name]; it also names the
+    /// edge whose target (the revision a rollout means for it) follow
+    /// writes.
     #[arg(long, value_name = "EDGE")]
     pub name: Option<String>,
     /// Report nothing of what this edge runs (--tls-check still reports
-    /// the names' ssl_status).
-    #[arg(long, conflicts_with = "name")]
+    /// the names' ssl_status), and follow the active revision rather than
+    /// this edge's target.
+    #[arg(long, conflicts_with_all = ["name", "canary"])]
     pub no_report: bool,
-    /// Write every file and run --exec once, whatever the saved cursor,
-    /// print where they stand (`{"cursor": ..., "projects": [...]}`), then
-    /// stop (exit status 3 when --exec failed).
+    /// Report this edge as a canary: a rollout's first stage takes the
+    /// canaries first.
+    #[arg(long)]
+    pub canary: bool,
+    /// Write every file and run --exec (and --check) once, whatever the
+    /// saved cursor, print where they stand (`{"cursor": ...,
+    /// "projects": [...]}`), then stop (exit status 3 when --exec failed, 4
+    /// when --check did).
     #[arg(long)]
     pub once: bool,
     /// Answer Caddy's on-demand TLS `ask` on ADDR (such as

@@ -13,8 +13,8 @@ use super::answers::FeedChange;
 use super::args::FollowArgs;
 use super::files::{Folder, followable};
 use super::reads::{self, Read, Touched};
-use super::reload::{ExecFailed, run_exec};
-use super::reports::Reports;
+use super::reload::{CheckFailed, ExecFailed, run_check, run_exec};
+use super::reports::{Outcome, Reports};
 use super::retry::{Ended, backoff, classify};
 use super::routing::RoutingIndex;
 use super::verified::Served;
@@ -257,17 +257,20 @@ impl Follower {
         for (project, touched) in &batch {
             let read = match touched.is_stale() {
                 true => Read::Gone,
-                false => reads::read_project(&self.client, &self.folder, project, touched).await?,
+                false => {
+                    let edge = self.reports.edge();
+                    reads::read_project(&self.client, &self.folder, project, touched, edge).await?
+                }
             };
             match read {
                 Read::Found {
                     project: body,
-                    active,
+                    served,
                     names,
                 } => {
                     let (wrote, revision) = self
                         .folder
-                        .write_project(project, body, active)
+                        .write_project(project, body, served)
                         .map_err(Ended::Fatal)?;
                     changed |= wrote;
                     match revision {
@@ -313,15 +316,26 @@ impl Follower {
             None => None,
         };
         self.exec_owed = failure.is_some();
+        // The health of what the edge serves, once it serves it.
+        let unhealthy = match (&failure, &self.args.check) {
+            (None, Some(command)) => Some(run_check(command, self.folder.path()).await?),
+            _ => None,
+        };
         if failure.is_none() {
             // A run that succeeded applied every file: the projects it
-            // failed on before run their revision now.
+            // failed on before run their revision now, as healthy as the
+            // check just said.
             running.extend(self.reports.failed_before(&batch));
         }
+        let outcome = match (&failure, &unhealthy) {
+            (Some(error), _) => Outcome::Failed(error),
+            (None, None) => Outcome::Applied,
+            (None, Some(None)) => Outcome::Healthy,
+            (None, Some(Some(error))) => Outcome::Unhealthy(error),
+        };
         for (project, revision) in running {
-            let failure = failure.as_deref();
             self.reports
-                .send(&self.client, &project, revision, failure)
+                .send(&self.client, &project, revision, outcome)
                 .await;
         }
         if let Some(error) = failure {
@@ -332,7 +346,17 @@ impl Follower {
             eprintln!("follow: {error}; the cursor is not saved");
             return Ok(());
         }
-        self.folder.save_cursor(cursor).map_err(Ended::Fatal)
+        // The edge serves the files, healthy or not: the cursor moves on
+        // (a rollback is a change of its own, which writes them again).
+        self.folder.save_cursor(cursor).map_err(Ended::Fatal)?;
+        match unhealthy.flatten() {
+            Some(error) if self.args.once => Err(Ended::Fatal(CheckFailed(error).into())),
+            Some(error) => {
+                eprintln!("follow: {error}; the edge is reported unhealthy");
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     /// The stream of changes after `cursor`.

@@ -16,7 +16,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use serde_json::Value;
 
-use super::answers::{ActiveRevision, HeldRevision};
+use super::answers::{HeldRevision, Revision};
 use super::routing::{EXACT_MAP, RoutingIndex, WILDCARD_MAP};
 use crate::domain::change::Cursor;
 use crate::domain::ids;
@@ -25,13 +25,13 @@ const CURSOR_FILE: &str = ".cursor";
 const PROJECT_FILE: &str = "project.json";
 const SETTINGS_FILE: &str = "proxy-settings.json";
 
-/// The active revision, as far as the changes tell: what
-/// `proxy-settings.json` is to hold.
-pub enum Active {
+/// The revision this edge serves (the active one, or its target), as far
+/// as the changes tell: what `proxy-settings.json` is to hold.
+pub enum Served {
     /// No change named a revision: the file stays as it is.
     Unchanged,
     /// This one, or none.
-    Now(Option<ActiveRevision>),
+    Now(Option<Revision>),
 }
 
 /// The folder, reached through its handle.
@@ -149,9 +149,9 @@ impl Folder {
         &self,
         project: &str,
         body: Option<Value>,
-        active: Active,
+        served: Served,
     ) -> anyhow::Result<(bool, Option<u32>)> {
-        self.write_project_files(project, body, active)
+        self.write_project_files(project, body, served)
             .with_context(|| format!("{}", self.path.join(project).display()))
     }
 
@@ -159,25 +159,25 @@ impl Folder {
         &self,
         project: &str,
         body: Option<Value>,
-        active: Active,
+        served: Served,
     ) -> anyhow::Result<(bool, Option<u32>)> {
         let folder = self.project_folder(project)?;
         let mut changed = false;
         if let Some(body) = body {
             changed |= write_if_changed(&folder, PROJECT_FILE, &pretty(&body))?;
         }
-        let revision = match active {
-            Active::Unchanged => held_revision(&folder),
-            Active::Now(Some(revision)) => {
+        let revision = match served {
+            Served::Unchanged => held_revision(&folder),
+            Served::Now(Some(revision)) => {
                 if write_if_changed(&folder, SETTINGS_FILE, &pretty(&revision.body))? {
                     eprintln!("follow: {project}: revision {} written", revision.number);
                     changed = true;
                 }
                 Some(revision.number)
             }
-            Active::Now(None) => {
+            Served::Now(None) => {
                 if remove_file(&folder, SETTINGS_FILE)? {
-                    eprintln!("follow: {project}: no active revision");
+                    eprintln!("follow: {project}: no revision to serve");
                     changed = true;
                 }
                 None

@@ -1,18 +1,21 @@
 //! What `follow` reads of the service: the ids the names given stand
 //! for, where the feed stands, an organization's projects, and what a
-//! batch of changes changed of a project: its object, its active revision,
-//! its verified names.
+//! batch of changes changed of a project: its object, the revision this
+//! edge serves (its target, or the active revision), its verified names.
 
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::anyhow;
 use serde::Deserialize as _;
 use serde_json::Value;
 
-use super::answers::{ActiveRevision, FeedChange, FeedHead, ListedDomain, ListedProject, Subject};
+use super::answers::{
+    EdgeTarget, FeedChange, FeedHead, ListedDomain, ListedProject, Revision, Subject,
+};
 use super::args::FollowArgs;
-use super::files::{Active, Folder};
+use super::files::{Folder, Served};
 use super::retry::{Ended, classify, is_not_found};
 use crate::client::http::{ApiClient, Request, v1};
 use crate::client::names;
@@ -29,6 +32,8 @@ pub struct Touched {
     revisions: Vec<u32>,
     /// Look at every revision: the listing says which is active.
     all_revisions: bool,
+    /// A rollout changed: an edge's target may have.
+    rollouts: bool,
     /// Its custom domains changed: list them again.
     domains: bool,
     /// The project is no longer followed (an organization's project gone
@@ -67,8 +72,17 @@ impl Touched {
             (Subject::Project, _) => self.project = true,
             (Subject::Revision, Some(revision)) => self.revisions.push(revision),
             (Subject::Revision, None) => self.all_revisions = true,
+            (Subject::Rollout, _) => self.rollouts = true,
             (Subject::Domain, _) => self.domains = true,
         }
+    }
+
+    /// Whether the revision `edge` serves may have changed: any change of
+    /// the revisions, and for an edge that has a target (one that reports
+    /// under a name), any change of the rollouts.
+    fn revision_may_change(&self, edge: Option<&str>) -> bool {
+        let revisions = self.all_revisions || !self.revisions.is_empty();
+        revisions || (edge.is_some() && self.rollouts)
     }
 }
 
@@ -76,11 +90,11 @@ impl Touched {
 pub enum Read {
     /// Deleted, or this token cannot see it.
     Gone,
-    /// Its object (`None`: unchanged, not read), its active revision and
-    /// its verified domains (`None`: unchanged, not read).
+    /// Its object (`None`: unchanged, not read), the revision this edge
+    /// serves and its verified domains (`None`: unchanged, not read).
     Found {
         project: Option<Value>,
-        active: Active,
+        served: Served,
         names: Option<Vec<ListedDomain>>,
     },
 }
@@ -144,13 +158,15 @@ pub async fn projects_of(client: &ApiClient, organization: &str) -> Result<Vec<S
 }
 
 /// What the changes in `touched` changed of `project`: its object when
-/// it changed (or `folder` has none yet), its active revision when a
-/// change named one.
+/// it changed (or `folder` has none yet), the revision this edge serves
+/// when a change named one (or a rollout): with `edge` (the name it
+/// reports under), its target; without, the active revision.
 pub async fn read_project(
     client: &ApiClient,
     folder: &Folder,
     project: &str,
     touched: &Touched,
+    edge: Option<&str>,
 ) -> Result<Read, Ended> {
     let body = match touched.project || !folder.has_project(project) {
         true => {
@@ -166,18 +182,25 @@ pub async fn read_project(
         }
         false => None,
     };
-    let held = folder.held_revision(project);
-    let active = match (touched.all_revisions, touched.revisions.is_empty()) {
-        (false, true) => Active::Unchanged,
-        (false, false) => match named_active(client, project, &touched.revisions, held).await {
-            Some(active) => Active::Now(Some(active)),
-            None => match listed_active(client, project).await? {
-                Some(active) => Active::Now(active),
+    let served = match (touched.revision_may_change(edge), edge) {
+        (false, _) => Served::Unchanged,
+        (true, Some(edge)) => match target(client, project, edge).await? {
+            Some(revision) => Served::Now(revision),
+            None => match active(client, folder, project, touched).await? {
+                Some(served) => {
+                    if !SAID_NO_TARGETS.swap(true, Ordering::Relaxed) {
+                        eprintln!(
+                            "follow: the service has no edge targets (an older version): \
+                             following the active revision"
+                        );
+                    }
+                    served
+                }
                 None => return Ok(Read::Gone),
             },
         },
-        (true, _) => match listed_active(client, project).await? {
-            Some(active) => Active::Now(active),
+        (true, None) => match active(client, folder, project, touched).await? {
+            Some(served) => served,
             None => return Ok(Read::Gone),
         },
     };
@@ -190,9 +213,52 @@ pub async fn read_project(
     };
     Ok(Read::Found {
         project: body,
-        active,
+        served,
         names,
     })
+}
+
+/// The service said once that it has no edge targets.
+static SAID_NO_TARGETS: AtomicBool = AtomicBool::new(false);
+
+/// The revision meant for `edge` (getEdgeTarget), `Some(None)` when none
+/// is active; `None` when the service answered 404: the project is gone,
+/// or the service is older than targets (the active revision decides).
+async fn target(
+    client: &ApiClient,
+    project: &str,
+    edge: &str,
+) -> Result<Option<Option<Revision>>, Ended> {
+    let path = v1(&["projects", project, "edges", edge, "target"]);
+    let answer = match client.send(Request::new(reqwest::Method::GET, &path)).await {
+        Ok(answer) => answer,
+        Err(error) if is_not_found(&error) => return Ok(None),
+        Err(error) => return Err(classify(error)),
+    };
+    let target: EdgeTarget = serde_json::from_slice(&answer.body)
+        .map_err(|e| Ended::Retry(anyhow!("{project}: a target that cannot be read: {e}")))?;
+    target
+        .into_revision()
+        .map(Some)
+        .map_err(|why| Ended::Retry(anyhow!("{project}: a target with {why}")))
+}
+
+/// The active revision, read from what the changes in `touched` name
+/// when they name revisions, else from the listing; `None` when the
+/// project is gone.
+async fn active(
+    client: &ApiClient,
+    folder: &Folder,
+    project: &str,
+    touched: &Touched,
+) -> Result<Option<Served>, Ended> {
+    if !touched.all_revisions && !touched.revisions.is_empty() {
+        let held = folder.held_revision(project);
+        if let Some(active) = named_active(client, project, &touched.revisions, held).await {
+            return Ok(Some(Served::Now(Some(active))));
+        }
+    }
+    Ok(listed_active(client, project).await?.map(Served::Now))
 }
 
 /// `project`'s custom domains that route (`dns_status`), every page of
@@ -228,7 +294,7 @@ async fn named_active(
     project: &str,
     named: &[u32],
     held: Option<u32>,
-) -> Option<ActiveRevision> {
+) -> Option<Revision> {
     let mut looked = BTreeSet::new();
     for revision in named.iter().rev().copied().chain(held) {
         if !looked.insert(revision) {
@@ -237,7 +303,7 @@ async fn named_active(
         let read = revision_read::fetch(client, &Project::by_id(project), revision)
             .await
             .ok()?;
-        if let Some(active) = ActiveRevision::of(read) {
+        if let Some(active) = Revision::active(read) {
             return Some(active);
         }
     }
@@ -249,11 +315,11 @@ async fn named_active(
 async fn listed_active(
     client: &ApiClient,
     project: &str,
-) -> Result<Option<Option<ActiveRevision>>, Ended> {
+) -> Result<Option<Option<Revision>>, Ended> {
     let path = v1(&["projects", project, "proxy-settings"]);
     let active = client
         .walk(&path, &[], |items| {
-            match items.into_iter().find_map(ActiveRevision::of) {
+            match items.into_iter().find_map(Revision::active) {
                 Some(active) => ControlFlow::Break(active),
                 None => ControlFlow::Continue(()),
             }

@@ -1,7 +1,10 @@
 //! What this edge tells the service it runs (reportEdge, `docs/feed.md`,
 //! "Who runs which revision"): after each change it applied, or failed
 //! to, under the name `--name` gives (the host's by default), and every
-//! minute again so that the edge does not go stale.
+//! minute again so that the edge does not go stale. With `--check`, a
+//! report also says whether the edge is healthy on what it applied; with
+//! `--canary`, that the edge asks to be in a rollout's first stage
+//! (`docs/rollouts.md`).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -15,18 +18,34 @@ use crate::domain::edge::{self, EdgeReport, EdgeStatus};
 /// stale after 3 minutes without one).
 const REPORT_EVERY: Duration = Duration::from_secs(60);
 
+/// What applying a revision came to.
+#[derive(Clone, Copy)]
+pub enum Outcome<'a> {
+    /// `--exec` failed: why.
+    Failed(&'a str),
+    /// Applied, no `--check` to tell more.
+    Applied,
+    /// Applied, and `--check` succeeded.
+    Healthy,
+    /// Applied, and `--check` failed: why.
+    Unhealthy(&'a str),
+}
+
 /// The name reports go under, and the last report on each project.
 pub struct Reports {
     /// `None` with `--no-report`.
     edge: Option<String>,
+    /// `--canary`.
+    canary: bool,
     /// Sent again every [`REPORT_EVERY`].
     last: BTreeMap<String, EdgeReport>,
     sent_at: Instant,
 }
 
 impl Reports {
-    /// Reports under `name` (the host's when `None`), or none at all.
-    pub fn new(name: Option<&str>, no_report: bool) -> anyhow::Result<Self> {
+    /// Reports under `name` (the host's when `None`), or none at all; as a
+    /// canary with `canary`.
+    pub fn new(name: Option<&str>, no_report: bool, canary: bool) -> anyhow::Result<Self> {
         let edge = match (name, no_report) {
             (_, true) => None,
             (Some(name), false) if !edge::valid_name(name) => {
@@ -37,34 +56,46 @@ impl Reports {
         };
         Ok(Self {
             edge,
+            canary,
             last: BTreeMap::new(),
             sent_at: Instant::now(),
         })
     }
 
-    /// Tells the service that this edge runs `revision` of `project`, or
-    /// failed to apply it (`failure`); a report that fails is only said:
-    /// the next change or minute sends it again.
+    /// The name this edge reports under: the one its target is read for.
+    pub fn edge(&self) -> Option<&str> {
+        self.edge.as_deref()
+    }
+
+    /// Tells the service what applying `revision` of `project` came to; a
+    /// report that fails is only said: the next change or minute sends it
+    /// again.
     pub async fn send(
         &mut self,
         client: &ApiClient,
         project: &str,
         revision: u32,
-        failure: Option<&str>,
+        outcome: Outcome<'_>,
     ) {
         let Some(edge) = &self.edge else {
             return;
         };
+        let (status, healthy, error) = match outcome {
+            Outcome::Failed(why) => (EdgeStatus::Failed, None, Some(why)),
+            Outcome::Applied => (EdgeStatus::Applied, None, None),
+            Outcome::Healthy => (EdgeStatus::Applied, Some(true), None),
+            Outcome::Unhealthy(why) => (EdgeStatus::Applied, Some(false), Some(why)),
+        };
         let report = EdgeReport {
             name: edge.clone(),
             revision,
-            status: match failure {
-                Some(_) => EdgeStatus::Failed,
-                None => EdgeStatus::Applied,
-            },
-            error: failure.map(str::to_owned),
-            healthy: None,
-            canary: false,
+            status,
+            error: error.map(str::to_owned),
+            // `healthy` and `canary` are written only when set (`EdgeReport`):
+            // a service older than rollouts refuses members it does not
+            // know, and an edge without --check or --canary still reports.
+            healthy,
+            canary: self.canary,
         };
         self.post(client, project, report).await;
     }
@@ -85,13 +116,16 @@ impl Reports {
         self.last.remove(project);
     }
 
-    /// The projects whose last report said their revision failed, but
-    /// those of `batch`, with that revision.
+    /// The projects whose last report said their revision failed, or
+    /// that the edge was unhealthy on it, but those of `batch`, with that
+    /// revision: a run of `--exec` and `--check` is the whole edge's, their
+    /// outcome is theirs too.
     pub fn failed_before<T>(&self, batch: &BTreeMap<String, T>) -> Vec<(String, u32)> {
         self.last
             .iter()
             .filter(|(project, report)| {
-                report.status == EdgeStatus::Failed && !batch.contains_key(*project)
+                let failed = report.status == EdgeStatus::Failed || report.healthy == Some(false);
+                failed && !batch.contains_key(*project)
             })
             .map(|(project, report)| (project.clone(), report.revision))
             .collect()

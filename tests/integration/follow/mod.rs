@@ -4,7 +4,8 @@
 //! cursor after a restart, keeps the last files while the service is down,
 //! and keeps what a hostile service sends inside its folder; its routing
 //! index in `routing.rs`, the answer to an edge's `ask` in `ask.rs`, the
-//! certificates' probe in `certificates.rs`.
+//! certificates' probe in `certificates.rs`, `--check`, `--canary` and
+//! the edge's target in a rollout in `rollouts.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -18,6 +19,7 @@ use crate::helpers::*;
 
 mod ask;
 mod certificates;
+mod rollouts;
 mod routing;
 
 /// A `proxydeck follow` child process, killed when dropped; its stderr
@@ -189,7 +191,8 @@ async fn follow_keeps_the_active_revision_and_resumes_from_its_cursor() {
 
 /// A change that leaves the files as they were (an inactive revision
 /// created) runs no --exec; an activation is read from what its change
-/// names, not by walking the revisions' pages.
+/// names, not by walking the revisions' pages (without a name: an edge
+/// with one reads its target, `rollouts.rs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follow_runs_exec_only_when_what_the_edge_serves_changed() {
     let (app, token, _) = two_organizations(Backend::Sqlite).await;
@@ -206,6 +209,7 @@ async fn follow_runs_exec_only_when_what_the_edge_serves_changed() {
         "p1",
         "--dir",
         &dir_arg,
+        "--no-report",
         "--exec",
         "echo ran >> ../runs.log",
     ];
