@@ -743,6 +743,16 @@ impl Control {
             .find(|control| control.as_str() == text)
     }
 
+    /// Its route.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Pause => "/v1/projects/{id}/rollouts/{number}/pause",
+            Self::Resume => "/v1/projects/{id}/rollouts/{number}/resume",
+            Self::Promote => "/v1/projects/{id}/rollouts/{number}/promote",
+            Self::Abort => "/v1/projects/{id}/rollouts/{number}/abort",
+        }
+    }
+
     /// The operationId, for the audit.
     pub fn operation(self) -> &'static str {
         match self {

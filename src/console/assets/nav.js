@@ -88,4 +88,21 @@ function pager(label, start, nextKey, hashFor) {
   return h("nav", { class: "pager", "aria-label": label }, previous, h("span", { text: `Page ${before.length + 1}` }), next);
 }
 
-export { go, hashParams, pager, route, setPages };
+// A project's addresses and where its pages are, which every page of a
+// project shares.
+const projectPath = (projectId) => `/v1/projects/${encodeURIComponent(projectId)}`;
+
+const revisionHash = (projectId, number) => `#/projects/${encodeURIComponent(projectId)}/revisions/${number}`;
+
+/** "Projects / SLUG / `last`": where a page of a project's is. */
+const projectCrumbs = (project, last) =>
+  h(
+    "p",
+    { class: "crumbs" },
+    h("a", { href: "#/projects", text: "Projects" }),
+    " / ",
+    h("a", { href: `#/projects/${encodeURIComponent(project.id)}`, text: project.slug }),
+    last ? ` / ${last}` : null,
+  );
+
+export { go, hashParams, pager, projectCrumbs, projectPath, revisionHash, route, setPages };

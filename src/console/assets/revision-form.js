@@ -8,8 +8,8 @@
 import { api, createKeys, idempotencyKeyFor, roleIn } from "./api.js";
 import { clearFieldErrors, field, h, loading, notify, show } from "./dom.js";
 import { linesOf, rowList } from "./forms.js";
-import { go } from "./nav.js";
-import { MEMBERS, activeRevision, comparison, fetchRevision, memberNote, projectCrumbs, projectPath, revisionHash } from "./revisions.js";
+import { go, projectCrumbs, projectPath, revisionHash } from "./nav.js";
+import { MEMBERS, activeRevision, comparison, fetchRevision, memberNote } from "./revisions.js";
 import { loadOrganizations, refusal } from "./session.js";
 
 /** What a dry run compares with when no revision is active (the API's

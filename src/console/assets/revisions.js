@@ -5,25 +5,10 @@
 
 import { ApiError, api, query, roleIn } from "./api.js";
 import { $, confirmAction, count, errorBox, h, loadFailure, loading, notify, settingsList, show, yesNo } from "./dom.js";
-import { go } from "./nav.js";
+import { go, projectCrumbs, projectPath, revisionHash } from "./nav.js";
 import { backendKey, pairUp, reorderedRanks, routeKey, sameValue, verdictOf } from "./revision-diff.js";
 import { rollOutControl } from "./rollouts.js";
 import { endSessionOn, explain, loadOrganizations, organizationName } from "./session.js";
-
-const projectPath = (projectId) => `/v1/projects/${encodeURIComponent(projectId)}`;
-
-const revisionHash = (projectId, number) => `#/projects/${encodeURIComponent(projectId)}/revisions/${number}`;
-
-/** "Projects / SLUG / `last`": where a page of a project's is. */
-const projectCrumbs = (project, last) =>
-  h(
-    "p",
-    { class: "crumbs" },
-    h("a", { href: "#/projects", text: "Projects" }),
-    " / ",
-    h("a", { href: `#/projects/${encodeURIComponent(project.id)}`, text: project.slug }),
-    last ? ` / ${last}` : null,
-  );
 
 const newRevisionHash = (projectId, from) => `#/projects/${encodeURIComponent(projectId)}/revisions/new${from ? `?${query({ from })}` : ""}`;
 
@@ -492,4 +477,4 @@ async function viewDiff([id, first, second], _, signal) {
   );
 }
 
-export { MEMBERS, activeRevision, comparison, fetchRevision, memberNote, projectCrumbs, projectPath, revisionHash, showRevisions, viewDiff, viewRevision };
+export { MEMBERS, activeRevision, comparison, fetchRevision, memberNote, showRevisions, viewDiff, viewRevision };

@@ -6,8 +6,7 @@
 
 import { api, idempotencyKeyFor, query, roleIn } from "./api.js";
 import { clearFieldErrors, confirmAction, errorBox, field, fieldErrors, h, loading, notify, settingsList, show, when } from "./dom.js";
-import { go } from "./nav.js";
-import { projectCrumbs, projectPath, revisionHash } from "./revisions.js";
+import { go, projectCrumbs, projectPath, revisionHash } from "./nav.js";
 import { endSessionOn, explain, loadOrganizations, organizationName } from "./session.js";
 
 const rolloutHash = (projectId, number) => `#/projects/${encodeURIComponent(projectId)}/rollouts/${number}`;

@@ -37,7 +37,17 @@ const DEFAULT_LIMIT: u32 = 20;
 const MAX_LIMIT: u32 = 100;
 
 pub fn routes(state: &AppState) -> Routes {
-    Routes::new()
+    // pauseRollout, resumeRollout, promoteRollout, abortRollout: a path
+    // each, as documented.
+    let actions = Control::ALL
+        .into_iter()
+        .fold(Routes::new(), |routes, control| {
+            let handler = move |app, caller, headers, project, path| {
+                control_rollout(app, caller, headers, project, path, control)
+            };
+            routes.route(control.path(), authenticated(post(handler), state))
+        });
+    actions
         .route(
             "/v1/projects/{id}/rollouts",
             authenticated(get(list).post(create), state),
@@ -45,22 +55,6 @@ pub fn routes(state: &AppState) -> Routes {
         .route(
             "/v1/projects/{id}/rollouts/{number}",
             authenticated(get(get_one), state),
-        )
-        .route(
-            "/v1/projects/{id}/rollouts/{number}/pause",
-            authenticated(post(pause), state),
-        )
-        .route(
-            "/v1/projects/{id}/rollouts/{number}/resume",
-            authenticated(post(resume), state),
-        )
-        .route(
-            "/v1/projects/{id}/rollouts/{number}/promote",
-            authenticated(post(promote), state),
-        )
-        .route(
-            "/v1/projects/{id}/rollouts/{number}/abort",
-            authenticated(post(abort), state),
         )
         .route(
             "/v1/projects/{id}/edges/{name}/target",
@@ -157,67 +151,13 @@ async fn get_one(
     Ok(object_response(answer))
 }
 
-/// The request of a person's action on a rollout: `POST
-/// /v1/projects/{id}/rollouts/{number}/ACTION`.
-type ActionRequest = (
-    State<AppState>,
-    Caller,
-    OperationHeaders,
-    ProjectId,
-    Path<(String, String)>,
-);
-
-async fn pause(
-    State(app): State<AppState>,
-    caller: Caller,
-    headers: OperationHeaders,
-    project: ProjectId,
-    path: Path<(String, String)>,
-) -> Result<Response, ApiError> {
-    control((State(app), caller, headers, project, path), Control::Pause).await
-}
-
-async fn resume(
-    State(app): State<AppState>,
-    caller: Caller,
-    headers: OperationHeaders,
-    project: ProjectId,
-    path: Path<(String, String)>,
-) -> Result<Response, ApiError> {
-    control(
-        (State(app), caller, headers, project, path),
-        Control::Resume,
-    )
-    .await
-}
-
-async fn promote(
-    State(app): State<AppState>,
-    caller: Caller,
-    headers: OperationHeaders,
-    project: ProjectId,
-    path: Path<(String, String)>,
-) -> Result<Response, ApiError> {
-    control(
-        (State(app), caller, headers, project, path),
-        Control::Promote,
-    )
-    .await
-}
-
-async fn abort(
-    State(app): State<AppState>,
-    caller: Caller,
-    headers: OperationHeaders,
-    project: ProjectId,
-    path: Path<(String, String)>,
-) -> Result<Response, ApiError> {
-    control((State(app), caller, headers, project, path), Control::Abort).await
-}
-
 /// pauseRollout, resumeRollout, promoteRollout, abortRollout.
-async fn control(
-    (State(app), caller, headers, ProjectId(project_id), Path((_, number))): ActionRequest,
+async fn control_rollout(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: OperationHeaders,
+    ProjectId(project_id): ProjectId,
+    Path((_, number)): Path<(String, String)>,
     control: Control,
 ) -> Result<Response, ApiError> {
     let number = rollout_number(&number, "number")?;

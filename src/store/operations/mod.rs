@@ -18,6 +18,7 @@ pub mod organizations;
 pub mod projects;
 pub mod proxy_settings;
 mod readable;
+pub(crate) mod rollout_rows;
 pub mod rollouts;
 pub mod users;
 pub mod write_request;

@@ -358,7 +358,7 @@ async fn delete(
         };
         write_steps::record_update(db, request, now, changed, version, fed).await?;
         super::edges::remove_all(db, id).await?;
-        super::rollouts::remove_all(db, id).await?;
+        super::rollout_rows::remove_all(db, id).await?;
         super::domains::remove_all(db, id).await?;
         let body = to_json(&serde_json::json!({"object": "project", "id": id, "deleted": true}))?;
         Ok(ObjectAnswer {

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::projects::writable_project;
-use super::rollouts;
+use super::rollout_rows;
 use super::write_request::{ObjectAnswer, WriteRequest};
 use super::write_steps::{self, Change, Fed};
 use crate::domain::access::{self, Action, Facts, Refusal};
@@ -370,7 +370,7 @@ async fn update(db: &mut dyn Db, update: &UpdateProxySettings) -> Result<ObjectA
         let organization = writable_project(db, request, update.action(), project_id, now).await?;
         write_steps::lock_organization(db, &organization).await?;
         if update.change.is_active.is_some() {
-            rollouts::refuse_while_live(db, project_id).await?;
+            rollout_rows::refuse_while_live(db, project_id).await?;
         }
         let planned = plan_update(db, update).await?;
         store_update(db, request, now, project_id, planned).await
@@ -455,7 +455,7 @@ async fn try_update(
         )
         .await?;
         if update.change.is_active.is_some() {
-            rollouts::refuse_while_live(db, &update.project_id).await?;
+            rollout_rows::refuse_while_live(db, &update.project_id).await?;
         }
         let planned = plan_update(db, update).await?;
         Ok(DryRun::new(planned.settings, planned.active.as_ref()))

@@ -11,6 +11,9 @@ use serde::Serialize;
 use super::edges;
 use super::proxy_settings;
 use super::readable::{Deleted, readable_project};
+use super::rollout_rows::{
+    COLUMNS, live_rollout, number, out_of_range, read, refuse_while_live, refused, rollout,
+};
 use super::write_request::{Actor, ObjectAnswer, WriteRequest};
 use super::write_steps::{self, Change, Fed, Target};
 use crate::domain::access::Action;
@@ -25,11 +28,7 @@ use crate::domain::rollout::{
 use crate::domain::time::Timestamp;
 use crate::store::engine::operation::operation;
 use crate::store::error::{Conflict, StoreError};
-use crate::store::sql::db::{Db, Param, Row, query_all, query_opt, transaction};
-
-/// What a rollout row holds, in [`rollout`]'s order.
-const COLUMNS: &str = "project_id, number, revision, previous_revision, state, stage, plan, edges,
-    stage_started, reason, failed_edges, created_by, created_at, updated_at, ended_at, version";
+use crate::store::sql::db::{Db, Param, query_all, query_opt, transaction};
 
 /// createRollout: the revision and the plan, checked by
 /// `RolloutInput::check`; `checked_for_activation` says the revision
@@ -380,46 +379,6 @@ async fn target(db: &mut dyn Db, query: &GetEdgeTarget) -> Result<EdgeTarget, St
     })
 }
 
-/// 409 while the project has a live rollout: what changes which revision
-/// is active waits for it to end (`docs/rollouts.md`, "One rollout at a
-/// time").
-pub(super) async fn refuse_while_live(db: &mut dyn Db, project_id: &str) -> Result<(), StoreError> {
-    match live_rollout(db, project_id).await? {
-        Some(rollout) => Err(refused(RolloutRefusal::InProgress {
-            number: rollout.number,
-            revision: rollout.revision,
-        })),
-        None => Ok(()),
-    }
-}
-
-/// Removes a project's rollouts, in the transaction that deletes it.
-pub(crate) async fn remove_all(db: &mut dyn Db, project_id: &str) -> Result<(), StoreError> {
-    db.execute(
-        "DELETE FROM rollouts WHERE project_id = ?1",
-        &[Param::Text(project_id)],
-    )
-    .await?;
-    Ok(())
-}
-
-async fn live_rollout(db: &mut dyn Db, project_id: &str) -> Result<Option<Rollout>, StoreError> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM rollouts WHERE project_id = ?1 AND state IN ('running', 'paused')"
-    );
-    query_opt(db, &sql, &[Param::Text(project_id)], rollout).await
-}
-
-async fn read(
-    db: &mut dyn Db,
-    project_id: &str,
-    number: u32,
-) -> Result<Option<Rollout>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM rollouts WHERE project_id = ?1 AND number = ?2");
-    let params = [Param::Text(project_id), Param::Int(number.into())];
-    query_opt(db, &sql, &params, rollout).await
-}
-
 /// The next stage begins now; after the last, the revision becomes the
 /// active one and the rollout has succeeded.
 async fn promote(
@@ -563,56 +522,12 @@ fn answer(rollout: &Rollout, reports: &[Edge], now: Timestamp) -> Result<ObjectA
     })
 }
 
-fn rollout(row: &dyn Row) -> Result<Rollout, StoreError> {
-    let parsed = |column: usize| -> Result<String, StoreError> { row.text(column) };
-    let time = |millis: i64| Timestamp::from_millis(millis).ok_or_else(|| out_of_range("time"));
-    let stage_started: Vec<i64> = from_json(&parsed(8)?)?;
-    Ok(Rollout {
-        project_id: row.text(0)?,
-        number: number(row, 1)?,
-        revision: number(row, 2)?,
-        previous_revision: number(row, 3)?,
-        state: RolloutState::parse(row.str(4)?).ok_or_else(|| out_of_range("state"))?,
-        stage: usize::try_from(row.int(5)?).map_err(|_| out_of_range("stage"))?,
-        plan: from_json(&parsed(6)?)?,
-        placement: from_json(&parsed(7)?)?,
-        stage_started: stage_started
-            .into_iter()
-            .map(time)
-            .collect::<Result<_, _>>()?,
-        reason: (!row.is_null(9)?).then(|| row.text(9)).transpose()?,
-        failed_edges: from_json(&parsed(10)?)?,
-        created_by: row.text(11)?,
-        created_at: time(row.int(12)?)?,
-        updated_at: time(row.int(13)?)?,
-        ended_at: row.opt_int(14)?.map(time).transpose()?,
-        version: row.int(15)?,
-    })
-}
-
-fn number(row: &dyn Row, column: usize) -> Result<u32, StoreError> {
-    u32::try_from(row.int(column)?).map_err(|_| out_of_range("number"))
-}
-
 fn millis(times: &[Timestamp]) -> Vec<i64> {
     times.iter().map(|time| time.as_millis()).collect()
 }
 
 fn json(value: &impl Serialize) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Internal(format!("a rollout's JSON: {e}")))
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|e| StoreError::Internal(format!("a rollout is stored unreadable: {e}")))
-}
-
-fn out_of_range(what: &str) -> StoreError {
-    StoreError::Internal(format!("a rollout's {what} is stored out of range"))
-}
-
-fn refused(refusal: RolloutRefusal) -> StoreError {
-    StoreError::Conflict(Conflict::Rollout(refusal))
 }
 
 fn no_project() -> StoreError {

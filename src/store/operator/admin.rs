@@ -290,7 +290,7 @@ async fn remove_project(
             id: project_id.to_owned(),
         })?;
         crate::store::operations::edges::remove_all(db, project_id).await?;
-        crate::store::operations::rollouts::remove_all(db, project_id).await?;
+        crate::store::operations::rollout_rows::remove_all(db, project_id).await?;
         crate::store::operations::domains::remove_all(db, project_id).await?;
         let fed = changes::Fed::of(ChangeKind::ProjectDeleted, project_id, None);
         changes::record(db, fed, version, now).await
