@@ -37,7 +37,9 @@ NO_TOKEN_ID = "00000000-0000-7000-8000-00000000dead"
 #                to replay), nor holding an API token's prefix.
 #   error      - reportEdge's `error` goes with status `failed` only (the
 #                document says so; a schema would need if/then, which
-#                generated clients read badly).
+#                generated clients read badly), or with `healthy: false`.
+#   healthy    - reportEdge's `healthy` goes with status `applied` only
+#                (docs/rollouts.md; if/then again).
 #   revision   - reportEdge's `revision` is one the project has (issue 44,
 #                docs/feed.md); a random number seldom is.
 #   email      - an invitation's address as RFC 5322 has it without a display
@@ -65,7 +67,7 @@ BEYOND_THE_SCHEMA = re.compile(
     r"|routes\[\d+\]\.(backend_name|path)"
     r"|proxy_only_path_regex|override_cache\[\d+\]\.path|rate_limiting\[\d+\]\.conditions\.path"
     r"|Idempotency-Key"
-    r"|error|revision|email|avatar_url"
+    r"|error|healthy|revision|email|avatar_url"
 )
 DOMAIN_RULES = re.compile(r"name|dns_status|ssl_status")
 
